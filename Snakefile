@@ -1,0 +1,45 @@
+"""posbias: position-bias research on LLM rerankers, as one declarative workflow.
+
+Results tree (git-ignored; see docs/architecture.md):
+  results/data/{dataset}/{corpus,queries,qrels}.parquet   (+ listwise.parquet for training sets)
+  results/models/{model}/                                  tiny models built by the workflow
+  results/index/{dataset}/{retriever}/                     Lucene / faiss indexes
+  results/runs/{dataset}/{retriever}.parquet  (+ .trec)    first-stage runs, canonical and tie-free
+  results/metrics/retrieval/{dataset}/{retriever}.parquet  per-query metrics, long format
+  results/metrics/retrieval.parquet, results/tables/retrieval.md
+logs/ and benchmarks/ hold one file per job.
+
+Stage targets: `snakemake data`, `snakemake retrieval`, `snakemake evaluation`.
+"""
+
+import sys
+
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+include: "rules/common.smk"
+
+
+wildcard_constraints:
+    dataset=alternation(DATASETS),
+
+
+include: "rules/data.smk"
+include: "rules/retrieval.smk"
+include: "rules/evaluate.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        rules.evaluation.input,
+        rules.data.input,
+
+
+onsuccess:
+    print(f"posbias: done; tables are in {Path('results/tables').resolve()}", file=sys.stderr)

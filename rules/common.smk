@@ -1,0 +1,60 @@
+# Helpers shared by all the .smk files: config validation, the experiment grid, input functions.
+from pathlib import Path
+
+from snakemake.exceptions import WorkflowError
+from snakemake.utils import validate
+
+from posbias import config as pbconfig
+from posbias.models import resolve as resolve_model
+
+try:
+    validate(config, "../config/schema.yaml")
+except WorkflowError as exc:
+    cause = next((a for a in exc.args if hasattr(a, "validator")), None)
+    raise WorkflowError(pbconfig.explain(cause) if cause is not None else str(exc)) from None
+try:
+    pbconfig.check_grid(config)
+except ValueError as exc:
+    raise WorkflowError(str(exc)) from None
+
+GRID = pbconfig.grid(config)
+DATASETS = list(config["datasets"])
+
+
+def retrievers_of(*kinds):
+    names = {r for _, r in GRID if pbconfig.retriever_kind(config, r) in kinds}
+    return sorted(names) or ["__none__"]
+
+
+def alternation(names):
+    """A wildcard constraint matching exactly these names."""
+    import re
+
+    return "|".join(re.escape(n) for n in names)
+
+
+def retriever_spec(wildcards):
+    return config["retrievers"][wildcards.retriever]
+
+
+def model_input(wildcards):
+    """The built model folder a retriever needs, if its model is built by the workflow."""
+    ref = config["retrievers"][wildcards.retriever].get("model")
+    if ref in config["models"] and config["models"][ref].get("build"):
+        return [f"results/models/{ref}"]
+    return []
+
+
+def model_path(wildcards):
+    return resolve_model(config["retrievers"][wildcards.retriever]["model"], config["models"])
+
+
+def dataset_params(wildcards):
+    return config["datasets"][wildcards.dataset]
+
+
+LISTWISE_DATASETS = [
+    name
+    for name, spec in config["datasets"].items()
+    if spec["source"] == "listwise" or (spec["source"] == "synthetic" and spec["split"] == "train")
+]

@@ -1,0 +1,51 @@
+# Stage `data`: every configured dataset as corpus/queries/qrels Parquet (+ listwise training sets).
+
+
+rule prepare_dataset:
+    output:
+        corpus="results/data/{dataset}/corpus.parquet",
+        queries="results/data/{dataset}/queries.parquet",
+        qrels="results/data/{dataset}/qrels.parquet",
+    params:
+        spec=dataset_params,
+        seed=config["seed"],
+        irds_home=config["ir_datasets_home"],
+    log:
+        "logs/data/{dataset}.log",
+    benchmark:
+        "benchmarks/data/{dataset}.tsv"
+    conda:
+        "../envs/data.yaml"
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    script:
+        "../workflow/scripts/prepare_dataset.py"
+
+
+rule listwise_set:
+    output:
+        "results/data/{dataset}/listwise.parquet",
+    params:
+        spec=dataset_params,
+        seed=config["seed"],
+        irds_home=config["ir_datasets_home"],
+    wildcard_constraints:
+        dataset=alternation(LISTWISE_DATASETS or ["__none__"]),
+    log:
+        "logs/data/{dataset}.listwise.log",
+    benchmark:
+        "benchmarks/data/{dataset}.listwise.tsv"
+    conda:
+        "../envs/data.yaml"
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    script:
+        "../workflow/scripts/listwise_set.py"
+
+
+rule data:
+    input:
+        expand("results/data/{dataset}/{part}.parquet", dataset=DATASETS, part=["corpus", "queries", "qrels"]),
+        expand("results/data/{dataset}/listwise.parquet", dataset=LISTWISE_DATASETS),

@@ -1,0 +1,52 @@
+# Stage `evaluation`: ir_measures over every first-stage run; per-query long format and a table.
+
+
+rule evaluate_run:
+    input:
+        run="results/runs/{dataset}/{retriever}.parquet",
+        qrels="results/data/{dataset}/qrels.parquet",
+    output:
+        "results/metrics/retrieval/{dataset}/{retriever}.parquet",
+    params:
+        measures=config["evaluation"]["measures"],
+    log:
+        "logs/metrics/retrieval/{dataset}/{retriever}.log",
+    benchmark:
+        "benchmarks/metrics/retrieval/{dataset}/{retriever}.tsv"
+    conda:
+        "../envs/eval.yaml"
+    resources:
+        mem_mb=2000,
+        runtime=20,
+    script:
+        "../workflow/scripts/evaluate_run.py"
+
+
+rule retrieval_table:
+    input:
+        [f"results/metrics/retrieval/{d}/{r}.parquet" for d, r in GRID],
+    output:
+        parquet="results/metrics/retrieval.parquet",
+        table=report(
+            "results/tables/retrieval.md",
+            caption="../docs/captions/retrieval.rst",
+            category="First-stage retrieval",
+        ),
+    params:
+        measures=config["evaluation"]["measures"],
+    log:
+        "logs/tables/retrieval.log",
+    benchmark:
+        "benchmarks/tables/retrieval.tsv"
+    conda:
+        "../envs/eval.yaml"
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    script:
+        "../workflow/scripts/retrieval_table.py"
+
+
+rule evaluation:
+    input:
+        rules.retrieval_table.output,

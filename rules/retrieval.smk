@@ -1,0 +1,135 @@
+# Stage `retrieval`: first-stage runs per dataset x retriever (bm25, dense, splade, rrf, imported:<name>).
+
+
+rule build_tiny_model:
+    # A tiny random-initialised model with a tokenizer trained on a dataset's corpus (CPU demo, tests).
+    input:
+        corpus=lambda w: "results/data/{}/corpus.parquet".format(
+            config["models"][w.model]["tiny"].get("train_on", DATASETS[0])
+        ),
+    output:
+        directory("results/models/{model}"),
+    params:
+        tiny=lambda w: config["models"][w.model]["tiny"],
+        seed=config["seed"],
+    wildcard_constraints:
+        model=alternation([m for m, s in config["models"].items() if s.get("build")] or ["__none__"]),
+    log:
+        "logs/models/{model}.log",
+    benchmark:
+        "benchmarks/models/{model}.tsv"
+    conda:
+        "../envs/models.yaml"
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    script:
+        "../workflow/scripts/build_tiny_model.py"
+
+
+rule index:
+    input:
+        corpus="results/data/{dataset}/corpus.parquet",
+        model=model_input,
+    output:
+        directory("results/index/{dataset}/{retriever}"),
+    params:
+        spec=retriever_spec,
+        model=lambda w: model_path(w) if "model" in config["retrievers"][w.retriever] else None,
+        device=config["device"],
+    wildcard_constraints:
+        retriever=alternation(retrievers_of("bm25", "dense", "splade")),
+    threads: config["threads"]
+    log:
+        "logs/index/{dataset}/{retriever}.log",
+    benchmark:
+        "benchmarks/index/{dataset}/{retriever}.tsv"
+    conda:
+        "../envs/retrieval.yaml"
+    resources:
+        mem_mb=8000,
+        runtime=240,
+    script:
+        "../workflow/scripts/index.py"
+
+
+rule retrieve:
+    input:
+        index="results/index/{dataset}/{retriever}",
+        queries="results/data/{dataset}/queries.parquet",
+        model=model_input,
+    output:
+        run="results/runs/{dataset}/{retriever}.parquet",
+        trec="results/runs/{dataset}/{retriever}.trec",
+    params:
+        spec=retriever_spec,
+        model=lambda w: model_path(w) if "model" in config["retrievers"][w.retriever] else None,
+        device=config["device"],
+    wildcard_constraints:
+        retriever=alternation(retrievers_of("bm25", "dense", "splade")),
+    threads: config["threads"]
+    log:
+        "logs/runs/{dataset}/{retriever}.log",
+    benchmark:
+        "benchmarks/runs/{dataset}/{retriever}.tsv"
+    conda:
+        "../envs/retrieval.yaml"
+    resources:
+        mem_mb=8000,
+        runtime=120,
+    script:
+        "../workflow/scripts/retrieve.py"
+
+
+rule import_run:
+    input:
+        # The data stage checked that every doc of the run has a passage text.
+        corpus="results/data/{dataset}/corpus.parquet",
+    output:
+        run="results/runs/{dataset}/{retriever}.parquet",
+        trec="results/runs/{dataset}/{retriever}.trec",
+    params:
+        spec=lambda w: config["datasets"][w.dataset]["runs"][w.retriever.split(":", 1)[1]],
+    wildcard_constraints:
+        retriever="imported:[^/]+",
+    log:
+        "logs/runs/{dataset}/{retriever}.log",
+    benchmark:
+        "benchmarks/runs/{dataset}/{retriever}.tsv"
+    conda:
+        "../envs/data.yaml"
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    script:
+        "../workflow/scripts/import_run.py"
+
+
+rule fuse_rrf:
+    input:
+        runs=lambda w: expand(
+            "results/runs/{dataset}/{part}.parquet", dataset=w.dataset, part=config["retrievers"][w.retriever]["runs"]
+        ),
+    output:
+        run="results/runs/{dataset}/{retriever}.parquet",
+        trec="results/runs/{dataset}/{retriever}.trec",
+    params:
+        spec=retriever_spec,
+    wildcard_constraints:
+        retriever=alternation(retrievers_of("rrf")),
+    log:
+        "logs/runs/{dataset}/{retriever}.log",
+    benchmark:
+        "benchmarks/runs/{dataset}/{retriever}.tsv"
+    conda:
+        "../envs/retrieval.yaml"
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    script:
+        "../workflow/scripts/fuse_rrf.py"
+
+
+rule retrieval:
+    input:
+        [f"results/runs/{d}/{r}.parquet" for d, r in GRID],

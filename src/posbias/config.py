@@ -1,0 +1,82 @@
+"""Config helpers the Snakefile uses: one-line validation messages and the experiment grid.
+
+Validation itself is Snakemake's ``validate`` against ``config/schema.yaml`` (which also fills
+defaults); :func:`explain` turns its jsonschema error into one line naming the key, the problem
+and the fix, with a "did you mean" for mistyped keys.
+"""
+
+from __future__ import annotations
+
+import difflib
+
+IMPORTED_PREFIX = "imported:"
+
+
+def _dotted(path) -> str:
+    return ".".join(str(p) for p in path) or "(top level)"
+
+
+def explain(error) -> str:
+    """One line for a ``jsonschema.ValidationError`` raised while validating the config."""
+    where = _dotted(error.absolute_path)
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        allowed = sorted(error.schema.get("properties", {}))
+        unknown = sorted(set(error.instance) - set(allowed))
+        hints = []
+        for key in unknown:
+            close = difflib.get_close_matches(key, allowed, n=1)
+            hints.append(f"{key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        prefix = "" if where == "(top level)" else f"{where}."
+        return (
+            f"config: unknown key {prefix}{', '.join(hints)}; allowed keys here: {', '.join(allowed)} "
+            "(see config/README.md)"
+        )
+    if error.validator == "required":
+        return f"config: {where} is missing a required key: {error.message} (see config/README.md)"
+    return f"config: {where}: {error.message} (see config/schema.yaml)"
+
+
+def dataset_retrievers(config: dict, dataset: str) -> list[str]:
+    """The retrievers run on ``dataset``: its imported runs, then its configured ``retrievers``."""
+    spec = config["datasets"][dataset]
+    imported = [f"{IMPORTED_PREFIX}{name}" for name in spec.get("runs", {})]
+    return imported + [r for r in spec.get("retrievers", []) if r not in imported]
+
+
+def retriever_kind(config: dict, retriever: str) -> str:
+    if retriever.startswith(IMPORTED_PREFIX):
+        return "imported"
+    return config["retrievers"][retriever]["kind"]
+
+
+def check_grid(config: dict) -> None:
+    """Cross-reference checks the schema cannot express; raises ValueError with one line."""
+    for name, spec in config["datasets"].items():
+        for retriever in spec.get("retrievers", []):
+            if retriever.startswith(IMPORTED_PREFIX):
+                run = retriever[len(IMPORTED_PREFIX):]
+                if run not in spec.get("runs", {}):
+                    raise ValueError(f"config: datasets.{name}.retrievers names {retriever!r} but the dataset has no run {run!r}")
+            elif retriever not in config["retrievers"]:
+                raise ValueError(
+                    f"config: datasets.{name}.retrievers names unknown retriever {retriever!r}; "
+                    f"defined: {', '.join(sorted(config['retrievers']))}"
+                )
+        for retriever in dataset_retrievers(config, name):
+            if retriever_kind(config, retriever) == "rrf":
+                for part in config["retrievers"][retriever]["runs"]:
+                    if part not in dataset_retrievers(config, name):
+                        raise ValueError(
+                            f"config: retriever {retriever!r} fuses {part!r}, which dataset {name!r} does not run; "
+                            f"add {part!r} to datasets.{name}.retrievers"
+                        )
+    for name, spec in config["retrievers"].items():
+        model = spec.get("model")
+        if model and model in config.get("models", {}) and not config["models"][model].get("build") \
+                and not config["models"][model].get("path"):
+            raise ValueError(f"config: models.{model} needs a `path` or `build: tiny` (used by retrievers.{name})")
+
+
+def grid(config: dict) -> list[tuple[str, str]]:
+    """Every (dataset, retriever) pair the config asks for."""
+    return [(ds, r) for ds in config["datasets"] for r in dataset_retrievers(config, ds)]

