@@ -9,9 +9,11 @@ from posbias.models import resolve as resolve_model
 
 try:
     validate(config, "../config/schema.yaml")
-except WorkflowError as exc:
-    cause = next((a for a in exc.args if hasattr(a, "validator")), None)
-    raise WorkflowError(pbconfig.explain(cause) if cause is not None else str(exc)) from None
+except WorkflowError:
+    import yaml
+
+    schema = yaml.safe_load((Path(workflow.basedir) / "config" / "schema.yaml").read_text())
+    raise WorkflowError(pbconfig.explain_config(config, schema)) from None
 try:
     pbconfig.check_grid(config)
 except ValueError as exc:

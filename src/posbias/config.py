@@ -22,18 +22,38 @@ def explain(error) -> str:
     if error.validator == "additionalProperties" and isinstance(error.instance, dict):
         allowed = sorted(error.schema.get("properties", {}))
         unknown = sorted(set(error.instance) - set(allowed))
+        prefix = "" if where == "(top level)" else f"{where}."
         hints = []
         for key in unknown:
             close = difflib.get_close_matches(key, allowed, n=1)
-            hints.append(f"{key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
-        prefix = "" if where == "(top level)" else f"{where}."
+            hints.append(f"{prefix}{key}" + (f" (did you mean {close[0]!r}?)" if close else ""))
         return (
-            f"config: unknown key {prefix}{', '.join(hints)}; allowed keys here: {', '.join(allowed)} "
+            f"config: unknown key {', '.join(hints)}; allowed keys here: {', '.join(allowed)} "
             "(see config/README.md)"
         )
     if error.validator == "required":
         return f"config: {where} is missing a required key: {error.message} (see config/README.md)"
     return f"config: {where}: {error.message} (see config/schema.yaml)"
+
+
+def explain_config(config: dict, schema: dict) -> str | None:
+    """The most useful one-line message among all schema violations of ``config`` (None if valid).
+
+    Unknown keys come first (a typo also makes a required key look missing), then missing keys.
+    """
+    import jsonschema
+
+    errors = list(jsonschema.Draft202012Validator(schema).iter_errors(config))
+    if not errors:
+        return None
+    flat = []
+    while errors:
+        error = errors.pop()
+        flat.append(error)
+        errors.extend(error.context or [])
+    rank = {"additionalProperties": 0, "required": 1}
+    flat.sort(key=lambda e: (rank.get(e.validator, 2), -len(e.absolute_path)))
+    return explain(flat[0])
 
 
 def dataset_retrievers(config: dict, dataset: str) -> list[str]:

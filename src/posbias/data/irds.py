@@ -8,6 +8,7 @@ it at (see ``../shared/data/SOURCES.md`` for priming a cache from local copies).
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 from tqdm import tqdm
@@ -17,23 +18,32 @@ from posbias.errors import PosbiasError
 
 
 def _missing_cache_file(exc: BaseException) -> str | None:
-    """The cache path ir_datasets was trying to fill when ``exc`` was raised, if any."""
+    """The file ir_datasets was trying to download when ``exc`` was raised, if any.
+
+    ir_datasets does not expose it, so the traceback is searched: the innermost ``Download`` frame
+    holds the raw file's cache path (e.g. ``cranfield/cran.tar.gz``); failing that, the ``Cache``
+    frame holds the derived file's path.
+    """
+    download = cache = None
     tb = exc.__traceback__
-    found = None
     while tb is not None:
         owner = tb.tb_frame.f_locals.get("self")
-        if type(owner).__name__ == "Cache" and hasattr(owner, "_path"):
-            found = str(owner._path)
-        elif found is None and type(owner).__name__ == "Download" and getattr(owner, "_cache_path", None):
-            found = str(owner._cache_path)
+        if type(owner).__name__ == "Download" and getattr(owner, "_cache_path", None):
+            download = str(owner._cache_path)
+        elif type(owner).__name__ == "Cache" and cache is None and hasattr(owner, "_path"):
+            cache = str(owner._path)
         tb = tb.tb_next
-    return found
+    return download or cache
 
 
 def load(dataset_id: str, home: str | None = None) -> Collection:
     """Load docs, queries and qrels of an ir_datasets id, optionally from cache root ``home``."""
     if home:
-        os.environ["IR_DATASETS_HOME"] = str(Path(home).expanduser())
+        home = str(Path(home).expanduser().resolve())
+        if "ir_datasets" in sys.modules and os.environ.get("IR_DATASETS_HOME") != home:
+            # ir_datasets fixes its cache paths at import time; a second home needs a new process.
+            raise RuntimeError(f"ir_datasets was already imported with another cache root than {home}")
+        os.environ["IR_DATASETS_HOME"] = home
     import ir_datasets
 
     try:

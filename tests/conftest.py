@@ -1,0 +1,50 @@
+"""Shared fixtures: paths to the repository and to the offline data beside it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = Path(os.environ.get("POSBIAS_SHARED_DATA", REPO.parent / "shared" / "data"))
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """``../shared/data``; tests that read real collections need it (CI has it beside the clone)."""
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"offline data not found at {SHARED_DATA} (set POSBIAS_SHARED_DATA)")
+    return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def irds_home(shared_data: Path, tmp_path_factory) -> Path:
+    """An ir_datasets cache primed from ../shared/data by the same script CI uses."""
+    home = tmp_path_factory.mktemp("irds")
+    subprocess.run([str(REPO / ".ci" / "prime-irds-cache"), str(shared_data), str(home)], check=True,
+                   capture_output=True)
+    return home
+
+
+def snakemake(workdir: Path, *args: str, configfile: Path | None = None, timeout: int = 1200):
+    """Run the real workflow in ``workdir`` (outputs land there, not in the repository)."""
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir)]
+    if configfile is not None:
+        cmd += ["--configfile", str(configfile), "--replace-workflow-config"]
+    cmd += list(args)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=workdir)
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    """A scratch working directory holding a copy of the default config (relative paths work)."""
+    shutil.copytree(REPO / "config", tmp_path / "config")
+    return tmp_path

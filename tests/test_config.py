@@ -1,0 +1,63 @@
+import copy
+
+import pytest
+import yaml
+
+from posbias import config as pbconfig
+from tests.conftest import REPO
+
+SCHEMA = yaml.safe_load((REPO / "config" / "schema.yaml").read_text())
+DEFAULT = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+
+
+def _message(cfg):
+    return pbconfig.explain_config(cfg, SCHEMA)
+
+
+def test_default_and_example_configs_are_valid():
+    for path in [REPO / "config" / "config.yaml", *sorted((REPO / "config").glob("*/*.yaml"))]:
+        cfg = yaml.safe_load(path.read_text())
+        if "datasets" in cfg:  # presets; deepspeed and other side files are not workflow configs
+            assert _message(cfg) is None, path
+            pbconfig.check_grid(cfg)
+
+
+def test_mistyped_key_gets_a_suggestion():
+    cfg = copy.deepcopy(DEFAULT)
+    cfg["datasets"]["synthetic"]["sourse"] = cfg["datasets"]["synthetic"].pop("source")
+    assert "unknown key datasets.synthetic.sourse (did you mean 'source'?)" in _message(cfg)
+    cfg = copy.deepcopy(DEFAULT)
+    cfg["retrievers"]["bm25"]["depht"] = 100
+    message = _message(cfg)
+    assert "unknown key retrievers.bm25.depht (did you mean 'depth'?)" in message
+    assert "\n" not in message
+
+
+def test_unknown_top_level_key():
+    message = _message({**DEFAULT, "evalution": {}})
+    assert "unknown key evalution (did you mean 'evaluation'?)" in message
+
+
+def test_missing_required_key_for_source():
+    cfg = copy.deepcopy(DEFAULT)
+    cfg["datasets"]["x"] = {"source": "irds"}
+    assert _message(cfg) == (
+        "config: datasets.x is missing a required key: 'id' is a required property (see config/README.md)"
+    )
+
+
+def test_grid_cross_references():
+    cfg = copy.deepcopy(DEFAULT)
+    cfg["datasets"]["synthetic"]["retrievers"] = ["bm25", "rrf"]  # rrf fuses dense, not run here
+    with pytest.raises(ValueError, match="fuses 'dense', which dataset 'synthetic' does not run"):
+        pbconfig.check_grid(cfg)
+    cfg["datasets"]["synthetic"]["retrievers"] = ["bm26"]
+    with pytest.raises(ValueError, match="unknown retriever 'bm26'"):
+        pbconfig.check_grid(cfg)
+
+
+def test_grid_includes_imported_runs():
+    cfg = {"datasets": {"dl": {"source": "imported", "qrels": "q", "runs": {"bm25": {"path": "p"}}, "retrievers": ["rrf"]}},
+           "retrievers": {"rrf": {"kind": "rrf", "runs": ["imported:bm25", "imported:bm25"]}}}
+    assert pbconfig.grid(cfg) == [("dl", "imported:bm25"), ("dl", "rrf")]
+    assert pbconfig.retriever_kind(cfg, "imported:bm25") == "imported"

