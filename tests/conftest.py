@@ -27,7 +27,9 @@ def shared_data() -> Path:
 
 @pytest.fixture(scope="session")
 def irds_home(shared_data: Path, tmp_path_factory) -> Path:
-    """An ir_datasets cache primed from ../shared/data by the same script CI uses."""
+    """An ir_datasets cache primed from ../shared/data: CI's (POSBIAS_IRDS_HOME), else a fresh one."""
+    if os.environ.get("POSBIAS_IRDS_HOME"):
+        return Path(os.environ["POSBIAS_IRDS_HOME"])
     home = tmp_path_factory.mktemp("irds")
     subprocess.run([str(REPO / ".ci" / "prime-irds-cache"), str(shared_data), str(home)], check=True,
                    capture_output=True)

