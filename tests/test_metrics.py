@@ -41,3 +41,21 @@ def test_markdown_table():
 def test_unknown_measure():
     with pytest.raises(PosbiasError, match="'nDGC@10' is not an ir_measures measure"):
         metrics.parse_measures(["nDGC@10"])
+
+
+def test_tau_psi_known_values():
+    a = ["a", "b", "c", "d"]
+    assert metrics.tau_psi([a, a, list(a)]) == 0.0
+    assert metrics.tau_psi([a, a[::-1]]) == pytest.approx(1.0)
+    # one adjacent swap of 4 items: tau = 1 - 2 * 1/6 = 2/3, psi = 1/6
+    assert metrics.tau_psi([a, ["b", "a", "c", "d"]]) == pytest.approx(1 / 6)
+    # three rankings: mean over the three pairs
+    psi = metrics.tau_psi([a, a[::-1], a])
+    assert psi == pytest.approx((1 - (-1 - 1 + 1) / 3) / 2)
+
+
+def test_tau_psi_rejects_mismatched_items():
+    with pytest.raises(ValueError):
+        metrics.tau_psi([["a", "b"], ["a", "c"]])
+    with pytest.raises(ValueError):
+        metrics.tau_psi([["a", "b"]])

@@ -8,8 +8,12 @@ is exactly the rank order.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from itertools import combinations
+
 import ir_measures
 import polars as pl
+from scipy.stats import kendalltau
 
 from posbias.errors import PosbiasError
 
@@ -62,3 +66,24 @@ def markdown_table(aggregated: pl.DataFrame, measure_order: list[str]) -> str:
         vals = " | ".join(f"{row[c]:.4f}" for c in cols)
         lines.append(f"| {row['dataset']} | {row['system']} | {row['queries']} | {vals} |")
     return "\n".join(lines) + "\n"
+
+
+def tau_psi(rankings: Sequence[Sequence[str]]) -> float:
+    """One query's permutation sensitivity ψ = (1 − mean Kendall τ) / 2 over all pairs of its rankings.
+
+    ``rankings`` are the M ≥ 2 rankings (best first) of the same items produced from M input
+    orders. ψ = 0 when every ranking agrees, 0.5 for unrelated rankings, 1 for pairwise reversals.
+    """
+    if len(rankings) < 2:
+        raise ValueError(f"tau_psi needs at least 2 rankings, got {len(rankings)}")
+    items = sorted(rankings[0])
+    if len(items) < 2:
+        return 0.0
+    positions = []
+    for ranking in rankings:
+        if sorted(ranking) != items:
+            raise ValueError("tau_psi: every ranking must order the same items")
+        where = {doc: i for i, doc in enumerate(ranking)}
+        positions.append([where[doc] for doc in items])
+    taus = [kendalltau(a, b).statistic for a, b in combinations(positions, 2)]
+    return (1.0 - sum(taus) / len(taus)) / 2.0
