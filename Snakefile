@@ -7,12 +7,13 @@ Results tree (git-ignored; see docs/architecture.md):
   results/runs/{dataset}/{retriever}.parquet  (+ .trec)    first-stage runs, canonical and tie-free
   results/metrics/retrieval/{dataset}/{retriever}.parquet  per-query metrics, long format
   results/metrics/retrieval.parquet, results/tables/retrieval.md
+  results/rerank/{model}/{dataset}/{retriever}/{order}/none.parquet (+ .windows.parquet, .stats.json)
+  results/metrics/rerank/{model}/{dataset}/{retriever}.parquet (+ .curve.parquet, .summary.parquet)
+  results/tables/rerank.md, results/figures/position_curve.png
 logs/ and benchmarks/ hold one file per job.
 
-Stage targets: `snakemake data`, `snakemake retrieval`, `snakemake evaluation`.
+Stage targets: `snakemake data`, `snakemake retrieval`, `snakemake evaluation`, `snakemake reranking`.
 """
-
-import sys
 
 from snakemake.utils import min_version
 
@@ -32,6 +33,7 @@ wildcard_constraints:
 include: "rules/data.smk"
 include: "rules/retrieval.smk"
 include: "rules/evaluate.smk"
+include: "rules/rerank.smk"
 
 
 rule all:
@@ -39,6 +41,7 @@ rule all:
     input:
         rules.evaluation.input,
         rules.data.input,
+        rules.reranking.input,
 
 
 onsuccess:

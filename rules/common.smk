@@ -1,4 +1,5 @@
 # Helpers shared by all the .smk files: config validation, the experiment grid, input functions.
+import sys
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
@@ -14,12 +15,17 @@ except WorkflowError:
 
     schema = yaml.safe_load((Path(workflow.basedir) / "config" / "schema.yaml").read_text())
     raise WorkflowError(pbconfig.explain_config(config, schema)) from None
+for skipped in pbconfig.drop_unavailable(config):
+    print(f"posbias: dataset {skipped!r} is optional and its files are missing; skipped", file=sys.stderr)
 try:
     pbconfig.check_grid(config)
+    pbconfig.check_experiments(config)
 except ValueError as exc:
     raise WorkflowError(str(exc)) from None
 
 GRID = pbconfig.grid(config)
+RERANK_GRID = pbconfig.rerank_grid(config)
+EXPERIMENTS = {pbconfig.experiment_key(e): e for e in config["reranking"]["experiments"]}
 DATASETS = list(config["datasets"])
 
 
@@ -60,3 +66,30 @@ LISTWISE_DATASETS = [
     for name, spec in config["datasets"].items()
     if spec["source"] == "listwise" or (spec["source"] == "synthetic" and spec["split"] == "train")
 ]
+
+
+def reranker_model_input(model):
+    """The folder a reranker needs built first (its own tiny build, or the one its `path` names)."""
+    spec = config["models"][model]
+    if spec["kind"] == "simulated":
+        return []
+    if spec.get("build"):
+        return [f"results/models/{model}"]
+    target = spec.get("path")
+    if target in config["models"] and config["models"][target].get("build"):
+        return [f"results/models/{target}"]
+    return []
+
+
+def reranker_model_path(model):
+    if config["models"][model]["kind"] == "simulated":
+        return None
+    return resolve_model(model, config["models"])
+
+
+def experiment_outputs(wildcards, suffix):
+    experiment = EXPERIMENTS[(wildcards.model, wildcards.dataset, wildcards.retriever)]
+    return [
+        f"results/rerank/{wildcards.model}/{wildcards.dataset}/{wildcards.retriever}/{order}/none.{suffix}"
+        for order in pbconfig.orders_of(config, experiment)
+    ]

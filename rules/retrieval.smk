@@ -11,6 +11,7 @@ rule build_tiny_model:
         directory("results/models/{model}"),
     params:
         tiny=lambda w: config["models"][w.model]["tiny"],
+        kind=lambda w: config["models"][w.model]["kind"],
         seed=config["seed"],
     wildcard_constraints:
         model=alternation([m for m, s in config["models"].items() if s.get("build")] or ["__none__"]),

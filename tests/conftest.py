@@ -47,6 +47,10 @@ def snakemake(workdir: Path, *args: str, configfile: Path | None = None, timeout
 
 @pytest.fixture
 def workdir(tmp_path: Path) -> Path:
-    """A scratch working directory holding a copy of the default config (relative paths work)."""
-    shutil.copytree(REPO / "config", tmp_path / "config")
-    return tmp_path
+    """A scratch working directory holding a copy of the default config (relative paths work).
+
+    It is ``tmp_path/work``, so a test can lay ``tmp_path/shared`` beside it as the repository has
+    ``../shared`` beside it.
+    """
+    shutil.copytree(REPO / "config", tmp_path / "work" / "config")
+    return tmp_path / "work"

@@ -35,7 +35,9 @@ def test_slurm_profile_plans_the_default_dag(workdir):
         assert rule in text
 
 
-def test_default_workflow_end_to_end(workdir):
+def test_default_workflow_end_to_end(workdir, shared_data):
+    # The default config reads DL19 from ../shared/data relative to the working directory.
+    (workdir.parent / "shared").symlink_to(shared_data.parent)
     out = snakemake(workdir, "--cores", "2")
     assert out.returncode == 0, out.stderr[-4000:]
     assert "posbias: done; tables are in" in out.stderr
@@ -50,9 +52,21 @@ def test_default_workflow_end_to_end(workdir):
         assert run["query_id"].n_unique() == 100
     listwise = pl.read_parquet(workdir / "results" / "data" / "synthetic-train" / "listwise.parquet")
     assert listwise.height == 300
+    # reranking: the tiny model (First and generation) and the simulated reranker on DL19
+    summary = pl.concat([pl.read_parquet(p) for p in (workdir / "results" / "metrics" / "rerank").rglob("*.summary.parquet")])
+    assert set(summary["model"]) == {"tiny-first", "tiny-gen", "sim-linear"}
+    sim = summary.filter(pl.col("model") == "sim-linear").to_dicts()[0]
+    assert sim["dataset"] == "dl19" and sim["queries"] == 43 and sim["shuffles"] == 10
+    assert sim["tau_psi"] > 0.01  # a linear positional prior makes the ranking order-sensitive ...
+    assert sim["curve_first"] > sim["curve_last"]  # ... and favours early positions
+    first = summary.filter(pl.col("model") == "tiny-first").to_dicts()[0]
+    assert 0 <= first["ndcg10_original"] <= 1 and first["tau_psi"] > 0
+    assert "| sim-linear | dl19 | imported:bm25 | 43 |" in (workdir / "results" / "tables" / "rerank.md").read_text()
+    figure = workdir / "results" / "figures" / "position_curve.png"
+    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and figure.stat().st_size > 10_000
     # every job left a log and a benchmark
-    assert len(list((workdir / "logs").rglob("*.log"))) >= 19
-    assert len(list((workdir / "benchmarks").rglob("*.tsv"))) >= 19
+    n_logs = len(list((workdir / "logs").rglob("*.log")))
+    assert n_logs >= 90 and len(list((workdir / "benchmarks").rglob("*.tsv"))) == n_logs
     # a rerun of the data stage gives byte-identical Parquet
     before = (workdir / "results" / "data" / "synthetic" / "corpus.parquet").read_bytes()
     out = snakemake(workdir, "--cores", "2", "--forcerun", "prepare_dataset", "--until", "prepare_dataset")

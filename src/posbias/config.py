@@ -8,6 +8,7 @@ and the fix, with a "did you mean" for mistyped keys.
 from __future__ import annotations
 
 import difflib
+from pathlib import Path
 
 IMPORTED_PREFIX = "imported:"
 
@@ -95,6 +96,62 @@ def check_grid(config: dict) -> None:
         if model and model in config.get("models", {}) and not config["models"][model].get("build") \
                 and not config["models"][model].get("path"):
             raise ValueError(f"config: models.{model} needs a `path` or `build: tiny` (used by retrievers.{name})")
+
+
+_FILE_KEYS = ("path", "topics", "qrels", "corpus")
+
+
+def drop_unavailable(config: dict) -> list[str]:
+    """Remove ``optional`` datasets whose local files are missing (and experiments on them); return their names."""
+    dropped = []
+    for name, spec in list(config["datasets"].items()):
+        if not spec.get("optional"):
+            continue
+        files = [spec[k] for k in _FILE_KEYS if k in spec] + [r["path"] for r in spec.get("runs", {}).values()]
+        if spec["source"] != "irds" and any(not Path(f).expanduser().exists() for f in files):
+            dropped.append(name)
+            del config["datasets"][name]
+    rr = config.get("reranking", {})
+    rr["experiments"] = [e for e in rr.get("experiments", []) if e["dataset"] not in dropped]
+    return dropped
+
+
+def orders_of(config: dict, experiment: dict) -> list[str]:
+    """The evaluation orders of one reranking experiment."""
+    if "orders" in experiment:
+        return list(experiment["orders"])
+    rr = config["reranking"]
+    return (["original"] + [f"shuffled-{s}" for s in range(rr["shuffles"])]
+            + [f"position-{p}" for p in range(1, rr["positions"] + 1)])
+
+
+def experiment_key(experiment: dict) -> tuple[str, str, str]:
+    return experiment["model"], experiment["dataset"], experiment["retriever"]
+
+
+def rerank_grid(config: dict) -> list[tuple[str, str, str, str]]:
+    """Every (model, dataset, retriever, order) the reranking experiments ask for."""
+    return [(*experiment_key(e), order) for e in config["reranking"]["experiments"] for order in orders_of(config, e)]
+
+
+def check_experiments(config: dict) -> None:
+    """Cross-references of reranking experiments; raises ValueError with one line."""
+    seen = set()
+    for i, e in enumerate(config["reranking"]["experiments"]):
+        where = f"reranking.experiments[{i}]"
+        model = config["models"].get(e["model"])
+        if model is None or model["kind"] not in ("causal_lm", "simulated"):
+            raise ValueError(f"config: {where}.model {e['model']!r} is not a models entry of kind causal_lm or simulated")
+        if e["dataset"] not in config["datasets"]:
+            raise ValueError(f"config: {where}.dataset {e['dataset']!r} is not a datasets entry")
+        if e["retriever"] not in dataset_retrievers(config, e["dataset"]):
+            raise ValueError(f"config: {where}.retriever {e['retriever']!r} is not run on dataset {e['dataset']!r}")
+        if experiment_key(e) in seen:
+            raise ValueError(f"config: {where} repeats model/dataset/retriever {experiment_key(e)}")
+        seen.add(experiment_key(e))
+        positions = [int(o.split("-")[1]) for o in orders_of(config, e) if o.startswith("position-")]
+        if positions and max(positions) > config["reranking"]["position_k"]:
+            raise ValueError(f"config: {where} asks for position-{max(positions)} beyond reranking.position_k")
 
 
 def grid(config: dict) -> list[tuple[str, str]]:

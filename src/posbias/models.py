@@ -24,7 +24,8 @@ def resolve(ref: str, models: dict, results: str = "results") -> str:
         entry = models[ref]
         if entry.get("build"):
             return str(Path(results) / "models" / ref)
-        return resolve(entry["path"], {}, results)
+        others = {name: spec for name, spec in models.items() if name != ref}
+        return resolve(entry["path"], others, results)
     if ref.startswith("package:"):
         module = ref.split(":", 1)[1]
         try:
@@ -61,7 +62,46 @@ def build_tiny_masked_lm(texts: list[str], out_dir: Path, vocab_size: int, hidde
     config = BertConfig(vocab_size=len(tokenizer), hidden_size=hidden, num_hidden_layers=layers,
                         num_attention_heads=heads, intermediate_size=4 * hidden,
                         max_position_embeddings=max_length, pad_token_id=tokenizer.pad_token_id)
-    model = BertForMaskedLM(config)
+    _save_atomically(out_dir, BertForMaskedLM(config), tokenizer)
+
+
+def build_tiny_causal_lm(texts: list[str], out_dir: Path, vocab_size: int, hidden: int, layers: int, heads: int,
+                         max_length: int, seed: int) -> None:
+    """A random-initialised Llama-architecture causal LM with a byte-level BPE tokenizer trained on ``texts``.
+
+    The tokenizer isolates ``[``, ``]`` and ``>`` before byte-level pre-tokenisation, so an identifier
+    letter after ``[`` is always the single byte token of that letter (checked by the rerankers);
+    the prompt template's words are added to the training texts so prompts tokenise compactly.
+    """
+    import torch
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    from posbias.prompts import SYSTEM, user_message
+
+    torch.manual_seed(seed)
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(r"[\[\]>]"), behavior="isolated"),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
+    ])
+    bpe.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=["<s>", "</s>", "<pad>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    template = [SYSTEM, user_message("example query", ["passage text"] * 20)]
+    bpe.train_from_iterator(list(texts) + template * 50, trainer=trainer)
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, bos_token="<s>", eos_token="</s>", pad_token="<pad>",
+                                        padding_side="left", model_max_length=max_length)
+    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=hidden, intermediate_size=3 * hidden,
+                         num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=heads,
+                         max_position_embeddings=max_length, tie_word_embeddings=True,
+                         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+                         pad_token_id=tokenizer.pad_token_id)
+    model = LlamaForCausalLM(config)
+    _save_atomically(out_dir, model, tokenizer)
+
+
+def _save_atomically(out_dir: Path, model, tokenizer) -> None:
     out_dir = Path(out_dir)
     tmp = out_dir.with_name(f".{out_dir.name}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)

@@ -25,3 +25,21 @@ def fisher_yates(items: Sequence[T], seed: int) -> list[T]:
         j = int(rng.integers(0, i + 1))
         out[i], out[j] = out[j], out[i]
     return out
+
+
+def derive_seed(*parts: object) -> int:
+    """A 63-bit seed from the config seed and any job/query identifiers (stable across runs and hosts)."""
+    import hashlib
+
+    digest = hashlib.blake2b("\x1f".join(str(p) for p in parts).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little") >> 1
+
+
+def move_to_position(items: Sequence[T], item: T, position: int) -> list[T]:
+    """``items`` with ``item`` moved to 0-based ``position``, the others keeping their relative order."""
+    rest = [x for x in items if x != item]
+    if len(rest) != len(items) - 1:
+        raise ValueError(f"{item!r} occurs {len(items) - len(rest)} times; it must occur once")
+    if not 0 <= position <= len(rest):
+        raise ValueError(f"position {position} outside 0..{len(rest)}")
+    return rest[:position] + [item] + rest[position:]

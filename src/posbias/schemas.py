@@ -55,6 +55,68 @@ SUMMARY = pa.schema(
     ]
 )
 
+# Sliding-window reranking: one row per passage per window (scores are null for generation models).
+WINDOW_LOG = pa.schema(
+    [
+        ("query_id", pa.string()),
+        ("window", pa.int32()),
+        ("start", pa.int32()),
+        ("end", pa.int32()),
+        ("input_position", pa.int32()),
+        ("doc_id", pa.string()),
+        ("score", pa.float64()),
+        ("output_rank", pa.int32()),
+    ]
+)
+# Per-query metrics of reranked runs, long format, one row per condition and measure.
+RERANK_METRICS = pa.schema(
+    [
+        ("model", pa.string()),
+        ("dataset", pa.string()),
+        ("retriever", pa.string()),
+        ("order", pa.string()),
+        ("debias", pa.string()),
+        ("query_id", pa.string()),
+        ("measure", pa.string()),
+        ("value", pa.float64()),
+    ]
+)
+# The position curve: how the moved relevant passage fares at each input position (1-based).
+POSITION_CURVE = pa.schema(
+    [
+        ("model", pa.string()),
+        ("dataset", pa.string()),
+        ("retriever", pa.string()),
+        ("position", pa.int32()),
+        ("queries", pa.int64()),
+        ("ndcg10", pa.float64()),
+        ("target_ndcg10", pa.float64()),
+        ("target_mrr", pa.float64()),
+        ("target_rank", pa.float64()),
+    ]
+)
+# One row per reranking experiment: quality under original and shuffled orders, stability, cost.
+RERANK_SUMMARY = pa.schema(
+    [
+        ("model", pa.string()),
+        ("dataset", pa.string()),
+        ("retriever", pa.string()),
+        ("queries", pa.int64()),
+        ("ndcg10_original", pa.float64()),
+        ("ndcg10_shuffled_mean", pa.float64()),
+        ("ndcg10_shuffled_sd", pa.float64()),
+        ("shuffles", pa.int64()),
+        ("tau_psi", pa.float64()),
+        ("curve_spread", pa.float64()),
+        ("curve_first", pa.float64()),
+        ("curve_last", pa.float64()),
+        ("windows", pa.int64()),
+        ("wall_seconds", pa.float64()),
+        ("parse_failures", pa.int64()),
+        ("missing_ids", pa.int64()),
+    ]
+)
+
 SCHEMAS: dict[str, pa.Schema] = {
     "corpus": CORPUS,
     "queries": QUERIES,
@@ -63,6 +125,10 @@ SCHEMAS: dict[str, pa.Schema] = {
     "listwise": LISTWISE,
     "metrics": METRICS,
     "summary": SUMMARY,
+    "window_log": WINDOW_LOG,
+    "rerank_metrics": RERANK_METRICS,
+    "position_curve": POSITION_CURVE,
+    "rerank_summary": RERANK_SUMMARY,
 }
 
 

@@ -1,15 +1,16 @@
-"""Build a tiny random-initialised model with a tokenizer trained on a corpus."""
+"""Build a tiny random-initialised model (masked LM for SPLADE, causal LM for reranking) from a corpus."""
 
 from pathlib import Path
 
 from posbias import schemas
 from posbias.jobs import logged
-from posbias.models import build_tiny_masked_lm
+from posbias.models import build_tiny_causal_lm, build_tiny_masked_lm
 
 sm = snakemake  # noqa: F821
+builders = {"masked_lm": build_tiny_masked_lm, "causal_lm": build_tiny_causal_lm}
 with logged(sm.log[0], "build_tiny_model") as log:
     corpus = schemas.read(sm.input.corpus, "corpus")
     texts = [f"{t} {x}".strip() for t, x in corpus.select("title", "text").iter_rows()]
     sizes = {k: v for k, v in sm.params.tiny.items() if k != "train_on"}
-    build_tiny_masked_lm(texts, Path(sm.output[0]), seed=sm.params.seed, **sizes)
-    log.info("built %s from %d texts", sm.output[0], len(texts))
+    builders[sm.params.kind](texts, Path(sm.output[0]), seed=sm.params.seed, **sizes)
+    log.info("built a tiny %s at %s from %d texts", sm.params.kind, sm.output[0], len(texts))

@@ -1,0 +1,99 @@
+# Stage `rerank`: listwise reranking of first-stage candidates in every evaluation order, and the
+# permuted evaluation (nDCG@10 per order, tau-PSI over shuffles, position curve) with its table and figure.
+
+
+rule rerank:
+    input:
+        run="results/runs/{dataset}/{retriever}.parquet",
+        queries="results/data/{dataset}/queries.parquet",
+        corpus="results/data/{dataset}/corpus.parquet",
+        qrels="results/data/{dataset}/qrels.parquet",
+        model=lambda w: reranker_model_input(w.model),
+    output:
+        run="results/rerank/{model}/{dataset}/{retriever}/{order}/none.parquet",
+        windows="results/rerank/{model}/{dataset}/{retriever}/{order}/none.windows.parquet",
+        stats="results/rerank/{model}/{dataset}/{retriever}/{order}/none.stats.json",
+    params:
+        experiment=lambda w: EXPERIMENTS[(w.model, w.dataset, w.retriever)],
+        model=lambda w: config["models"][w.model],
+        model_path=lambda w: reranker_model_path(w.model),
+        reranking=config["reranking"],
+        seed=config["seed"],
+        device=config["device"],
+    wildcard_constraints:
+        order=r"original|shuffled-\d+|position-\d+",
+    log:
+        "logs/rerank/{model}/{dataset}/{retriever}/{order}.log",
+    benchmark:
+        "benchmarks/rerank/{model}/{dataset}/{retriever}/{order}.tsv"
+    conda:
+        "../envs/models.yaml"
+    resources:
+        mem_mb=8000,
+        runtime=240,
+    script:
+        "../workflow/scripts/rerank.py"
+
+
+rule rerank_summary:
+    input:
+        runs=lambda w: experiment_outputs(w, "parquet"),
+        stats=lambda w: experiment_outputs(w, "stats.json"),
+        first_stage="results/runs/{dataset}/{retriever}.parquet",
+        qrels="results/data/{dataset}/qrels.parquet",
+    output:
+        metrics="results/metrics/rerank/{model}/{dataset}/{retriever}.parquet",
+        curve="results/metrics/rerank/{model}/{dataset}/{retriever}.curve.parquet",
+        summary="results/metrics/rerank/{model}/{dataset}/{retriever}.summary.parquet",
+    params:
+        orders=lambda w: pbconfig.orders_of(config, EXPERIMENTS[(w.model, w.dataset, w.retriever)]),
+        reranking=config["reranking"],
+        measures=config["evaluation"]["measures"],
+        seed=config["seed"],
+    log:
+        "logs/metrics/rerank/{model}/{dataset}/{retriever}.log",
+    benchmark:
+        "benchmarks/metrics/rerank/{model}/{dataset}/{retriever}.tsv"
+    conda:
+        "../envs/eval.yaml"
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    script:
+        "../workflow/scripts/rerank_summary.py"
+
+
+rule rerank_tables:
+    input:
+        summaries=[f"results/metrics/rerank/{m}/{d}/{r}.summary.parquet" for m, d, r in EXPERIMENTS],
+        curves=[f"results/metrics/rerank/{m}/{d}/{r}.curve.parquet" for m, d, r in EXPERIMENTS],
+    output:
+        table=report(
+            "results/tables/rerank.md",
+            caption="../docs/captions/rerank.rst",
+            category="Reranking",
+        ),
+        figure=report(
+            "results/figures/position_curve.png",
+            caption="../docs/captions/position_curve.rst",
+            category="Reranking",
+        ),
+    params:
+        window=config["reranking"]["window"],
+        step=config["reranking"]["step"],
+    log:
+        "logs/tables/rerank.log",
+    benchmark:
+        "benchmarks/tables/rerank.tsv"
+    conda:
+        "../envs/eval.yaml"
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    script:
+        "../workflow/scripts/rerank_tables.py"
+
+
+rule reranking:
+    input:
+        rules.rerank_tables.output if EXPERIMENTS else [],

@@ -1,0 +1,84 @@
+"""The listwise prompt: RankZephyr / FIRST format with letter identifiers [A] … [T].
+
+The wording follows the prompt of RankZephyr (Pradeep et al., 2023, rank_llm's ``RankListwiseOSLLM``
+with alphabetical identifiers, ``--use_alpha``), which the released FIRST checkpoint
+(Reddy et al., 2024) was fine-tuned on: a system message, an instruction naming the number of
+passages and the query, the passages as ``[A] text`` lines, and a closing instruction asking for
+``[] > []`` output. With a chat template the system and user turns go through it; without one
+(the tiny CPU models) they are joined as plain text.
+
+Passages are cut to a word budget (300 by default); when the prompt does not fit the model's
+context the budget shrinks until it does. The number of passages cut is reported.
+"""
+
+from __future__ import annotations
+
+import string
+from dataclasses import dataclass
+
+SYSTEM = "You are RankLLM, an intelligent assistant that can rank passages based on their relevancy to the query."
+IDENTIFIERS = tuple(string.ascii_uppercase[:20])  # [A] … [T], as in FIRST
+
+
+def identifiers(n: int) -> list[str]:
+    if n > len(IDENTIFIERS):
+        raise ValueError(
+            f"a window of {n} passages needs more identifiers than the {len(IDENTIFIERS)} letters [A]…[T]; "
+            f"set evaluation.window to at most {len(IDENTIFIERS)}"
+        )
+    return list(IDENTIFIERS[:n])
+
+
+def user_message(query: str, passages: list[str]) -> str:
+    ids = identifiers(len(passages))
+    n = len(passages)
+    head = (
+        f"I will provide you with {n} passages, each indicated by a alphabetical identifier []. "
+        f"Rank the passages based on their relevance to the search query: {query}.\n\n"
+    )
+    body = "".join(f"[{i}] {text}\n" for i, text in zip(ids, passages))
+    tail = (
+        f"\nSearch Query: {query}.\n"
+        f"Rank the {n} passages above based on their relevance to the search query. All the passages "
+        "should be included and listed using identifiers, in descending order of relevance. The output "
+        f"format should be [] > [], e.g., [{ids[min(1, n - 1)]}] > [{ids[0]}], Answer concisely and directly "
+        "and only respond with the ranking results, do not say any word or explain."
+    )
+    return head + body + tail
+
+
+def truncate_words(text: str, budget: int) -> tuple[str, bool]:
+    words = text.split()
+    if len(words) <= budget:
+        return " ".join(words), False
+    return " ".join(words[:budget]), True
+
+
+@dataclass
+class Prompt:
+    text: str
+    truncated: int  # passages cut to the word budget
+    budget: int  # the word budget finally used
+
+
+def render(tokenizer, query: str, passages: list[str], word_budget: int = 300, max_tokens: int | None = None,
+           answer_prefix: str = "") -> Prompt:
+    """The full prompt text up to the assistant's answer (plus ``answer_prefix``), fitted to ``max_tokens``."""
+    budget = word_budget
+    while True:
+        cut = [truncate_words(p, budget) for p in passages]
+        user = user_message(query, [c[0] for c in cut])
+        if getattr(tokenizer, "chat_template", None):
+            text = tokenizer.apply_chat_template(
+                [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}],
+                tokenize=False, add_generation_prompt=True,
+            )
+        else:
+            text = f"{SYSTEM}\n\n{user}\n\n"
+        text += answer_prefix
+        n_tokens = len(tokenizer(text, add_special_tokens=False)["input_ids"]) if max_tokens else 0
+        if not max_tokens or n_tokens <= max_tokens or budget <= 1:
+            if max_tokens and n_tokens > max_tokens:
+                raise ValueError(f"even with 1 word per passage the prompt has {n_tokens} tokens > {max_tokens}")
+            return Prompt(text, sum(c[1] for c in cut), budget)
+        budget = max(1, int(budget * 0.8))

@@ -1,0 +1,54 @@
+"""Tables and figures built from the workflow's Parquet results."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import polars as pl
+
+
+def _fmt(value: float, digits: int = 4) -> str:
+    return "–" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{digits}f}"
+
+
+def rerank_table(summary: pl.DataFrame) -> str:
+    """Markdown: per experiment, nDCG@10 original vs shuffled (mean ± sd), τ-PSI, position-curve ends, cost."""
+    lines = [
+        "| model | dataset | retriever | queries | nDCG@10 original | nDCG@10 shuffled (mean ± sd, M) | τ-PSI "
+        "| curve p=1 | curve p=last | curve spread | windows | seconds | parse failures |",
+        "|" + "---|" * 13,
+    ]
+    for r in summary.sort("dataset", "model").iter_rows(named=True):
+        lines.append(
+            f"| {r['model']} | {r['dataset']} | {r['retriever']} | {r['queries']} | {_fmt(r['ndcg10_original'])} | "
+            f"{_fmt(r['ndcg10_shuffled_mean'])} ± {_fmt(r['ndcg10_shuffled_sd'])} ({r['shuffles']}) | "
+            f"{_fmt(r['tau_psi'])} | {_fmt(r['curve_first'])} | {_fmt(r['curve_last'])} | {_fmt(r['curve_spread'])} | "
+            f"{r['windows']} | {_fmt(r['wall_seconds'], 1)} | {r['parse_failures']} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def position_curve_figure(curves: pl.DataFrame, path: str | Path) -> None:
+    """nDCG@10 and mean rank of the moved relevant passage against its input position, one line per system."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4), constrained_layout=True)
+    for (model, dataset, retriever), group in curves.sort("position").group_by(
+            ["model", "dataset", "retriever"], maintain_order=True):
+        label = f"{model} · {dataset} · {retriever}"
+        axes[0].plot(group["position"], group["target_ndcg10"], marker="o", ms=3, label=label)
+        axes[1].plot(group["position"], group["target_rank"], marker="o", ms=3, label=label)
+    axes[0].set(xlabel="input position of the relevant passage", ylabel="nDCG@10 of that passage", ylim=(0, 1.02),
+                title="Position curve")
+    axes[1].set(xlabel="input position of the relevant passage", ylabel="its mean output rank", title="Mean rank")
+    axes[1].invert_yaxis()
+    for ax in axes:
+        ax.grid(alpha=0.3)
+        ax.set_xticks(range(1, int(curves["position"].max() or 1) + 1, 2))
+    axes[0].legend(fontsize=7, loc="lower left")
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -1,0 +1,113 @@
+"""Sliding-window listwise reranking of candidate lists with any :class:`~posbias.rerankers.Reranker`.
+
+Windows of different queries are batched round by round: round t holds every query's t-th window
+(back to front, :func:`posbias.windows.sliding_windows`), and each window's result is written back
+into its query's list before that query's next window is formed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+from tqdm import tqdm
+
+from posbias import orders
+from posbias.rerankers import Reranker, Window
+from posbias.windows import sliding_windows
+
+
+@dataclass
+class Candidates:
+    """A query and its candidates in presentation order."""
+
+    query_id: str
+    query: str
+    doc_ids: list[str]
+    texts: dict[str, str]
+
+
+@dataclass
+class Presentation:
+    """The lists of one evaluation condition, and what was skipped or recorded on the way."""
+
+    lists: list[Candidates]
+    no_candidates: int  # queries without first-stage candidates (skipped, counted)
+    not_applicable: int  # queries a position order does not apply to (no relevant passage in the top k)
+    seeds: dict[str, int]  # per-query shuffle seeds of a shuffled order
+
+
+def present_candidates(first_stage: pl.DataFrame, queries: pl.DataFrame, corpus: pl.DataFrame,
+                       grades: dict[str, dict[str, int]], order: orders.Order, root_seed: int, depth: int,
+                       relevant_grade: int, position_k: int, max_queries: int | None = None) -> Presentation:
+    """Each query's first-stage top ``depth`` with passage texts, presented in ``order``.
+
+    Queries are taken in id order (the first ``max_queries`` if set).
+    """
+    texts = {d: f"{t} {x}".strip() for d, t, x in corpus.select("doc_id", "title", "text").iter_rows()}
+    query_text = dict(queries.select("query_id", "text").iter_rows())
+    top = first_stage.filter(pl.col("rank") <= depth).sort("query_id", "rank")
+    candidates = dict(top.group_by("query_id", maintain_order=True).agg(pl.col("doc_id")).iter_rows())
+    qids = sorted(query_text)[:max_queries] if max_queries else sorted(query_text)
+    out = Presentation([], 0, 0, {})
+    for qid in qids:
+        docs = candidates.get(qid, [])
+        if not docs:
+            out.no_candidates += 1
+            continue
+        relevant = {d for d, g in grades.get(qid, {}).items() if g >= relevant_grade}
+        presented = orders.present(docs, order, root_seed, qid, relevant, position_k)
+        if presented is None:
+            out.not_applicable += 1
+            continue
+        if order.kind == "shuffled":
+            out.seeds[qid] = orders.shuffle_seed(root_seed, order.index, qid)
+        out.lists.append(Candidates(qid, query_text[qid], presented, texts))
+    return out
+
+
+def rerank(reranker: Reranker, lists: list[Candidates], window: int = 20, step: int = 10,
+           batch_size: int = 8) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Rerank every list; returns (run, window log).
+
+    The run has rank-derived scores (n − rank + 1), since window scores are not comparable across
+    windows. The window log has one row per passage per window: query_id, window, start, end,
+    input_position (0-based within the window), doc_id, score (null for models without scores),
+    output_rank (0-based within the window).
+    """
+    current = {c.query_id: list(c.doc_ids) for c in lists}
+    plans = {c.query_id: sliding_windows(len(c.doc_ids), window, step) for c in lists}
+    by_id = {c.query_id: c for c in lists}
+    log: dict[str, list] = {k: [] for k in ("query_id", "window", "start", "end", "input_position", "doc_id",
+                                            "score", "output_rank")}
+    rounds = max((len(p) for p in plans.values()), default=0)
+    total = sum(len(p) for p in plans.values())
+    with tqdm(total=total, desc="windows", unit="win", mininterval=5) as bar:
+        for t in range(rounds):
+            todo = [(qid, plan[t]) for qid, plan in plans.items() if t < len(plan)]
+            for b in range(0, len(todo), batch_size):
+                chunk = todo[b:b + batch_size]
+                windows = []
+                for qid, (start, end) in chunk:
+                    docs = current[qid][start:end]
+                    windows.append(Window(qid, by_id[qid].query, docs, [by_id[qid].texts[d] for d in docs]))
+                for (qid, (start, end)), win, res in zip(chunk, windows, reranker.rank(windows)):
+                    current[qid][start:end] = [win.doc_ids[i] for i in res.order]
+                    out_rank = {i: r for r, i in enumerate(res.order)}
+                    for pos, doc in enumerate(win.doc_ids):
+                        log["query_id"].append(qid)
+                        log["window"].append(t)
+                        log["start"].append(start)
+                        log["end"].append(end)
+                        log["input_position"].append(pos)
+                        log["doc_id"].append(doc)
+                        log["score"].append(None if res.scores is None else float(res.scores[pos]))
+                        log["output_rank"].append(out_rank[pos])
+                bar.update(len(chunk))
+    run_rows = [(qid, doc, r + 1, float(len(docs) - r)) for qid, docs in current.items() for r, doc in enumerate(docs)]
+    run = pl.DataFrame(run_rows, schema={"query_id": pl.String, "doc_id": pl.String, "rank": pl.Int32,
+                                         "score": pl.Float64}, orient="row")
+    window_log = pl.DataFrame(log, schema={"query_id": pl.String, "window": pl.Int32, "start": pl.Int32,
+                                           "end": pl.Int32, "input_position": pl.Int32, "doc_id": pl.String,
+                                           "score": pl.Float64, "output_rank": pl.Int32})
+    return run, window_log

@@ -1,0 +1,48 @@
+"""FIRST single-token listwise ranking (Reddy et al., 2024).
+
+One forward pass per window: the prompt ends with the assistant's opening ``[``, and the logits of
+the next token over the identifier tokens [A] … give one score per passage; sorting them gives the
+ranking. Only the last position's logits are computed (``logits_to_keep=1``). The per-passage
+scores are kept, because calibration methods (CapCal, BSC) need them.
+"""
+
+from __future__ import annotations
+
+from posbias.prompts import render
+from posbias.rerankers import Window, WindowResult
+from posbias.rerankers.lm import LMSpec, batches_by_length, identifier_token_ids, load, pad_left
+
+
+class FirstReranker:
+    def __init__(self, spec: LMSpec):
+        self.spec = spec
+        self.tokenizer, self.model = load(spec)
+        self.id_tokens = identifier_token_ids(self.tokenizer)
+        self.stats = {"forward_passes": 0, "prompt_tokens": 0, "truncated_passages": 0}
+
+    def encode(self, window: Window) -> list[int]:
+        prompt = render(self.tokenizer, window.query, window.texts, self.spec.word_budget,
+                        self.spec.max_context, answer_prefix="[")
+        self.stats["truncated_passages"] += prompt.truncated
+        return self.tokenizer(prompt.text, add_special_tokens=True)["input_ids"]
+
+    def identifier_logits(self, encoded: list[list[int]], counts: list[int]) -> list[list[float]]:
+        """Logits of the first answer token over each row's identifiers (row i has counts[i] passages)."""
+        import torch
+
+        out: list[list[float]] = [[] for _ in encoded]
+        with torch.inference_mode():
+            for batch in batches_by_length(encoded, self.spec.batch_size):
+                ids, mask, positions = pad_left(self.tokenizer, [encoded[i] for i in batch], self.spec.device)
+                logits = self.model(input_ids=ids, attention_mask=mask, position_ids=positions,
+                                    logits_to_keep=1).logits[:, -1, :].float()
+                self.stats["forward_passes"] += 1
+                self.stats["prompt_tokens"] += int(mask.sum())
+                for row, i in enumerate(batch):
+                    out[i] = logits[row, self.id_tokens[: counts[i]]].tolist()
+        return out
+
+    def rank(self, windows: list[Window]) -> list[WindowResult]:
+        encoded = [self.encode(w) for w in windows]
+        scores = self.identifier_logits(encoded, [len(w.doc_ids) for w in windows])
+        return [WindowResult(order=sorted(range(len(s)), key=lambda i: (-s[i], i)), scores=s) for s in scores]

@@ -1,0 +1,67 @@
+"""Generation ranking (RankZephyr-style baseline): greedy decoding of ``[B] > [A] > …``.
+
+The output is parsed leniently, as rank_llm does: identifiers are read in order, duplicates and
+identifiers outside the window are dropped, and passages the model never named are appended in
+input order. Parse failures (no valid identifier at all) and missing identifiers are counted.
+"""
+
+from __future__ import annotations
+
+import re
+
+from posbias.prompts import identifiers, render
+from posbias.rerankers import Window, WindowResult
+from posbias.rerankers.lm import LMSpec, batches_by_length, load, pad_left
+
+_ID = re.compile(r"\[([A-Z])\]")
+
+
+def parse_ranking(text: str, n: int) -> tuple[list[int], int]:
+    """Indices best first, and how many of the n identifiers were missing from ``text``."""
+    valid = {letter: i for i, letter in enumerate(identifiers(n))}
+    order: list[int] = []
+    for letter in _ID.findall(text):
+        idx = valid.get(letter)
+        if idx is not None and idx not in order:
+            order.append(idx)
+    missing = n - len(order)
+    order += [i for i in range(n) if i not in order]
+    return order, missing
+
+
+class GenerationReranker:
+    def __init__(self, spec: LMSpec):
+        self.spec = spec
+        self.tokenizer, self.model = load(spec)
+        self.stats = {"forward_passes": 0, "prompt_tokens": 0, "generated_tokens": 0, "parse_failures": 0,
+                      "missing_ids": 0, "truncated_passages": 0}
+
+    def rank(self, windows: list[Window]) -> list[WindowResult]:
+        import torch
+
+        encoded = []
+        for w in windows:
+            prompt = render(self.tokenizer, w.query, w.texts, self.spec.word_budget, self.spec.max_context)
+            self.stats["truncated_passages"] += prompt.truncated
+            encoded.append(self.tokenizer(prompt.text, add_special_tokens=True)["input_ids"])
+        texts: list[str] = [""] * len(windows)
+        with torch.inference_mode():
+            for batch in batches_by_length(encoded, self.spec.batch_size):
+                ids, mask, _ = pad_left(self.tokenizer, [encoded[i] for i in batch], self.spec.device)
+                n_max = max(len(windows[i].doc_ids) for i in batch)
+                out = self.model.generate(input_ids=ids, attention_mask=mask, do_sample=False,
+                                          max_new_tokens=5 * n_max + 4, pad_token_id=self.tokenizer.pad_token_id)
+                new = out[:, ids.shape[1]:]
+                self.stats["forward_passes"] += new.shape[1]
+                self.stats["prompt_tokens"] += int(mask.sum())
+                self.stats["generated_tokens"] += int((new != self.tokenizer.pad_token_id).sum())
+                for row, i in enumerate(batch):
+                    texts[i] = self.tokenizer.decode(new[row], skip_special_tokens=True)
+        results = []
+        for w, text in zip(windows, texts):
+            order, missing = parse_ranking(text, len(w.doc_ids))
+            failed = int(missing == len(w.doc_ids))
+            self.stats["parse_failures"] += failed
+            self.stats["missing_ids"] += missing
+            results.append(WindowResult(order=order, stats={"missing_ids": missing, "parse_failure": failed}))
+        return results

@@ -1,0 +1,99 @@
+"""Loading a causal LM reranker (real checkpoint or local folder) and batching its prompts.
+
+The same code loads the released FIRST checkpoint, Zephyr-β, a Qwen model or a tiny local build:
+``AutoTokenizer`` / ``AutoModelForCausalLM`` with the configured dtype, attention implementation and
+``trust_remote_code`` (off unless the user says so). Prompts are left-padded and bucketed by length
+so a batch wastes little padding; position ids are derived from the attention mask so that a
+left-padded row gets exactly the positions it would get alone (batch-size invariance).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from posbias.errors import PosbiasError
+from posbias.prompts import IDENTIFIERS
+
+DTYPES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf16": "bfloat16",
+          "float16": "float16", "fp16": "float16"}
+
+
+@dataclass
+class LMSpec:
+    """What the ``models:`` entry of a causal LM says (see config/README.md)."""
+
+    path: str
+    dtype: str = "float32"
+    max_context: int = 4096
+    attn_implementation: str = "sdpa"
+    trust_remote_code: bool = False
+    word_budget: int = 300
+    batch_size: int = 8
+    device: str = "cpu"
+
+
+def load(spec: LMSpec):
+    """(tokenizer, model) ready for batched left-padded inference."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if spec.path.startswith((".", "/", "~")) and not Path(spec.path).expanduser().is_dir():
+        raise PosbiasError(f"model path {spec.path} does not exist; build it (rule build_tiny_model) or fix `path`")
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(spec.path, trust_remote_code=spec.trust_remote_code)
+        model = AutoModelForCausalLM.from_pretrained(
+            spec.path, dtype=getattr(torch, DTYPES[spec.dtype]), attn_implementation=spec.attn_implementation,
+            trust_remote_code=spec.trust_remote_code,
+        )
+    except OSError as exc:
+        raise PosbiasError(f"model {spec.path!r} cannot be loaded: {str(exc).splitlines()[0]}") from None
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model.eval().to(spec.device)
+    return tokenizer, model
+
+
+def identifier_token_ids(tokenizer, n: int = len(IDENTIFIERS)) -> list[int]:
+    """The token id of each identifier letter as it follows an opening bracket.
+
+    Computed as the one token that ``"[" + letter`` adds after ``"["`` in context, so it works for
+    SentencePiece and byte-level tokenizers alike; an identifier that is not a single token there
+    is an error (First reads exactly one logit per passage).
+    """
+    context = "Answer: ["
+    base = tokenizer(context, add_special_tokens=False)["input_ids"]
+    ids = []
+    for letter in IDENTIFIERS[:n]:
+        full = tokenizer(context + letter, add_special_tokens=False)["input_ids"]
+        if full[: len(base)] != base or len(full) != len(base) + 1:
+            raise PosbiasError(
+                f"tokenizer: identifier {letter!r} after '[' is not a single token "
+                f"({tokenizer.convert_ids_to_tokens(full[len(base) - 1:])}); First needs one token per identifier"
+            )
+        ids.append(full[-1])
+    if len(set(ids)) != len(ids):
+        raise PosbiasError("tokenizer: two identifiers map to the same token")
+    return ids
+
+
+def batches_by_length(encoded: list[list[int]], batch_size: int) -> list[list[int]]:
+    """Indices of ``encoded`` grouped into batches of similar length (longest first)."""
+    order = sorted(range(len(encoded)), key=lambda i: (-len(encoded[i]), i))
+    return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+
+
+def pad_left(tokenizer, rows: list[list[int]], device: str):
+    """input_ids, attention_mask and mask-derived position_ids for a left-padded batch."""
+    import torch
+
+    width = max(len(r) for r in rows)
+    pad = tokenizer.pad_token_id
+    ids = torch.full((len(rows), width), pad, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, row in enumerate(rows):
+        ids[i, width - len(row):] = torch.tensor(row)
+        mask[i, width - len(row):] = 1
+    positions = (mask.cumsum(-1) - 1).clamp(min=0)
+    return ids.to(device), mask.to(device), positions.to(device)

@@ -1,0 +1,114 @@
+"""First and generation ranking with a tiny causal LM built locally (no hub)."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from posbias import prompts
+from posbias.errors import PosbiasError
+from posbias.models import build_tiny_causal_lm
+from posbias.rerank import Candidates, rerank
+from posbias.rerankers import Window
+from posbias.rerankers.first import FirstReranker
+from posbias.rerankers.generation import GenerationReranker, parse_ranking
+from posbias.rerankers.lm import LMSpec, identifier_token_ids
+
+WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau".split()
+
+
+def _text(i, n=60):
+    rng = np.random.default_rng(i)
+    return " ".join(rng.choice(WORDS, n))
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("models") / "tiny"
+    build_tiny_causal_lm([_text(i) for i in range(200)], out, vocab_size=600, hidden=32, layers=2, heads=2,
+                         max_length=4096, seed=0)
+    return out
+
+
+def _windows(n_windows, size=20):
+    return [Window(f"q{i}", f"query {WORDS[i]}", [f"d{i}-{j}" for j in range(size)],
+                   [_text(100 * i + j, 40 + j) for j in range(size)]) for i in range(n_windows)]
+
+
+def test_prompt_format():
+    text = prompts.user_message("what is x", ["first passage", "second passage"])
+    assert text.startswith("I will provide you with 2 passages, each indicated by a alphabetical identifier []. ")
+    assert "[A] first passage\n[B] second passage\n" in text
+    assert "Search Query: what is x." in text and "e.g., [B] > [A]" in text
+    with pytest.raises(ValueError, match="at most 20"):
+        prompts.identifiers(21)
+
+
+def test_identifiers_are_single_tokens(tiny):
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tiny)
+    ids = identifier_token_ids(tok)
+    assert len(set(ids)) == 20
+    assert tok.convert_ids_to_tokens(ids) == list(prompts.IDENTIFIERS)
+
+
+def test_multi_token_identifier_is_an_error(tmp_path):
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {"[UNK]": 0, "Answer": 1, ":": 2, "[": 3, "a": 4}
+    wl = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    wl.normalizer = normalizers.Replace("A", " a a")  # the letter A becomes two tokens
+    wl.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok = PreTrainedTokenizerFast(tokenizer_object=wl, unk_token="[UNK]")
+    with pytest.raises(PosbiasError, match="identifier 'A' after '\\[' is not a single token"):
+        identifier_token_ids(tok)
+
+
+def test_missing_model_path():
+    with pytest.raises(PosbiasError, match="model path ./nowhere/model does not exist"):
+        FirstReranker(LMSpec("./nowhere/model"))
+
+
+def test_first_is_deterministic_and_batch_size_invariant(tiny):
+    windows = _windows(6, 20) + _windows(3, 7)  # mixed lengths exercise left padding
+    one = FirstReranker(LMSpec(str(tiny), batch_size=1)).rank(windows)
+    eight = FirstReranker(LMSpec(str(tiny), batch_size=8)).rank(windows)
+    again = FirstReranker(LMSpec(str(tiny), batch_size=8)).rank(windows)
+    for a, b, c in zip(one, eight, again):
+        np.testing.assert_allclose(a.scores, b.scores, atol=1e-4)
+        assert b.scores == c.scores and b.order == c.order
+        assert sorted(a.order) == list(range(len(a.order)))
+
+
+def test_long_passages_are_truncated_and_counted(tiny):
+    reranker = FirstReranker(LMSpec(str(tiny), max_context=600, word_budget=300))
+    window = Window("q", "query", [f"d{j}" for j in range(5)], [_text(j, 500) for j in range(5)])
+    result = reranker.rank([window])[0]
+    assert len(result.scores) == 5
+    assert reranker.stats["truncated_passages"] == 5
+    assert len(reranker.encode(window)) <= 600 + 1
+
+
+def test_generation_parsing():
+    assert parse_ranking("[B] > [A] > [C]", 3) == ([1, 0, 2], 0)
+    assert parse_ranking("[B] > [B] > [Z] > [A]", 4) == ([1, 0, 2, 3], 2)  # duplicate and out of range dropped
+    assert parse_ranking("no idea", 3) == ([0, 1, 2], 3)
+
+
+def test_generation_ranks_and_counts(tiny):
+    reranker = GenerationReranker(LMSpec(str(tiny), batch_size=2))
+    results = reranker.rank(_windows(2, 5))
+    assert all(sorted(r.order) == list(range(5)) for r in results)
+    assert reranker.stats["generated_tokens"] > 0
+    assert reranker.stats["missing_ids"] == sum(r.stats["missing_ids"] for r in results)
+
+
+def test_empty_candidate_list_and_wide_window(tiny):
+    reranker = FirstReranker(LMSpec(str(tiny)))
+    run, log = rerank(reranker, [Candidates("q", "x", [], {})])
+    assert run.height == 0 and log.height == 0
+    docs = [f"d{i}" for i in range(25)]
+    with pytest.raises(ValueError, match="more identifiers than the 20 letters"):
+        rerank(reranker, [Candidates("q", "x", docs, {d: d for d in docs})], window=25, step=10)

@@ -1,0 +1,89 @@
+"""Known answers of the permuted evaluation with the simulated reranker."""
+
+import polars as pl
+import pytest
+
+from posbias import orders, permuted_eval
+from posbias.data import synthetic
+from posbias.rerank import Candidates, rerank
+from posbias.rerankers.simulated import SimulatedReranker
+from posbias.runs import canonical
+
+SPEC = synthetic.SyntheticSpec(n_docs=400, n_test_queries=30, n_train_queries=1)
+
+
+@pytest.fixture(scope="module")
+def collection():
+    coll = synthetic.generate(SPEC, "test")
+    # a first-stage run: qrels order scrambled by a fixed hash, 20 candidates per query
+    rows = []
+    for qid in coll.queries["query_id"].to_list():
+        docs = coll.qrels.filter(pl.col("query_id") == qid).sort("doc_id")["doc_id"].to_list()[:20]
+        if len(docs) < 20:
+            continue  # every query gets every position, so curves compare the same queries
+        rows += [(qid, d, float(-i)) for i, d in enumerate(docs)]
+    first = canonical(pl.DataFrame(rows, schema=["query_id", "doc_id", "score"], orient="row"))
+    return coll, first
+
+
+def _evaluate(coll, first, reranker, order_names):
+    texts = dict(coll.corpus.select("doc_id", "text").iter_rows())
+    qtext = dict(coll.queries.iter_rows())
+    relevant = {q: set(d) for q, d in coll.qrels.filter(pl.col("relevance") >= 1).group_by("query_id")
+                .agg(pl.col("doc_id")).iter_rows()}
+    cands = dict(first.sort("query_id", "rank").group_by("query_id", maintain_order=True).agg(pl.col("doc_id")).iter_rows())
+    reranked = {}
+    for name in order_names:
+        order = orders.parse(name)
+        lists = []
+        for qid, docs in cands.items():
+            presented = orders.present(docs, order, 7, qid, relevant.get(qid, set()), 20)
+            if presented is not None:
+                lists.append(Candidates(qid, qtext[qid], presented, texts))
+        reranked[name], _ = rerank(reranker, lists)
+    return reranked
+
+
+ORDERS = ["original"] + [f"shuffled-{s}" for s in range(6)] + [f"position-{p}" for p in range(1, 21)]
+
+
+def _grades(coll):
+    grades = {}
+    for q, d, g in coll.qrels.iter_rows():
+        grades.setdefault(q, {})[d] = g
+    return grades
+
+
+def test_no_prior_means_no_sensitivity_and_a_flat_curve(collection):
+    coll, first = collection
+    sim = SimulatedReranker(_grades(coll), prior="none", noise=0.3, seed=1)
+    reranked = _evaluate(coll, first, sim, ORDERS)
+    psi, n = permuted_eval.psi_over_shuffles(reranked)
+    assert psi == 0.0 and n == first["query_id"].n_unique() > 20
+    curve = permuted_eval.position_curve(reranked, first, coll.qrels, 7, 1, 20, {})
+    assert curve.height == 20
+    assert curve["target_rank"].n_unique() == 1  # exactly flat
+    per_query = permuted_eval.condition_metrics(reranked, coll.qrels, ["nDCG@10"], "sim", "syn", "x")
+    ndcg = per_query.group_by("order").agg(pl.col("value").mean())
+    assert ndcg.filter(pl.col("order").str.starts_with("shuffled"))["value"].n_unique() == 1
+
+
+@pytest.mark.parametrize("prior", ["linear", "primacy"])
+def test_a_prior_makes_psi_positive_and_the_curve_fall(collection, prior):
+    coll, first = collection
+    sim = SimulatedReranker(_grades(coll), prior=prior, strength=2.0, noise=0.3, seed=1)
+    reranked = _evaluate(coll, first, sim, ORDERS)
+    psi, _ = permuted_eval.psi_over_shuffles(reranked)
+    assert psi > 0.05
+    curve = permuted_eval.position_curve(reranked, first, coll.qrels, 7, 1, 20, {})
+    ranks = curve["target_rank"].to_list()
+    assert ranks[0] < ranks[-1]  # worse (larger) rank when the passage is shown late
+    assert curve["target_ndcg10"][0] > curve["target_ndcg10"][-1]
+
+
+def test_u_shaped_prior_sags_in_the_middle(collection):
+    coll, first = collection
+    sim = SimulatedReranker(_grades(coll), prior="u_shaped", strength=3.0, noise=0.3, seed=1)
+    curve = permuted_eval.position_curve(_evaluate(coll, first, sim, ORDERS), first, coll.qrels, 7, 1, 20, {})
+    ranks = curve["target_rank"].to_list()
+    assert ranks[9] > ranks[0] and ranks[9] > ranks[19]

@@ -1,0 +1,48 @@
+"""Rerank one experiment's candidates in one evaluation order; write the run, window log and cost."""
+
+import json
+import time
+from pathlib import Path
+
+from posbias import orders, rerankers, schemas
+from posbias.jobs import logged
+from posbias.rerank import present_candidates, rerank
+
+sm = snakemake  # noqa: F821
+exp, rr, seed = sm.params.experiment, sm.params.reranking, sm.params.seed
+with logged(sm.log[0], "rerank") as log:
+    qrels = schemas.read(sm.input.qrels, "qrels")
+    grades: dict[str, dict[str, int]] = {}
+    for q, d, g in qrels.select("query_id", "doc_id", "relevance").iter_rows():
+        grades.setdefault(q, {})[d] = g
+    order = orders.parse(sm.wildcards.order)
+    shown = present_candidates(
+        schemas.read(sm.input.run, "run"), schemas.read(sm.input.queries, "queries"),
+        schemas.read(sm.input.corpus, "corpus"), grades, order, seed, exp.get("depth", rr["depth"]),
+        rr["relevant_grade"], rr["position_k"], exp.get("queries"),
+    )
+    if shown.no_candidates:
+        log.warning("%d queries have no first-stage candidates; skipped", shown.no_candidates)
+    if shown.not_applicable:
+        log.info("%d queries have no relevant passage in the top %d; skipped for %s", shown.not_applicable,
+                 rr["position_k"], order)
+    reranker = rerankers.build(sm.params.model, sm.params.model_path, grades, seed, sm.params.device,
+                               rr["word_budget"])
+    start = time.perf_counter()
+    run, window_log = rerank(reranker, shown.lists, rr["window"], rr["step"], sm.params.model.get("batch_size", 64))
+    wall = time.perf_counter() - start
+    schemas.write(run, sm.output.run, "run")
+    schemas.write(window_log, sm.output.windows, "window_log")
+    stats = {
+        "order": str(order), "queries": len(shown.lists), "skipped_no_candidates": shown.no_candidates,
+        "skipped_not_applicable": shown.not_applicable,
+        "windows": window_log.select("query_id", "window").n_unique() if window_log.height else 0,
+        "wall_seconds": wall, **getattr(reranker, "stats", {}), "shuffle_seeds": shown.seeds,
+    }
+    Path(sm.output.stats).write_text(json.dumps(stats, indent=1, sort_keys=True))
+    if stats.get("truncated_passages"):
+        log.info("%d passages were cut to fit the word budget or the context", stats["truncated_passages"])
+    if stats.get("parse_failures") or stats.get("missing_ids"):
+        log.warning("generation: %d windows without a parsable ranking, %d identifiers missing (appended in input order)",
+                    stats["parse_failures"], stats["missing_ids"])
+    log.info("reranked %d queries in %.1f s (%d windows)", len(shown.lists), wall, stats["windows"])
