@@ -24,7 +24,8 @@ except ValueError as exc:
     raise WorkflowError(str(exc)) from None
 
 GRID = pbconfig.grid(config)
-RERANK_GRID = pbconfig.rerank_grid(config)
+SUMMARIES = pbconfig.summaries(config)
+DEBIAS_PATTERN = r"none|capcal|permsc@\d+|bsc@\d+"
 EXPERIMENTS = {pbconfig.experiment_key(e): e for e in config["reranking"]["experiments"]}
 DATASETS = list(config["datasets"])
 
@@ -88,8 +89,10 @@ def reranker_model_path(model):
 
 
 def experiment_outputs(wildcards, suffix):
+    """One file per order of a (model, dataset, retriever, debias) summary."""
     experiment = EXPERIMENTS[(wildcards.model, wildcards.dataset, wildcards.retriever)]
+    prefix = f"results/rerank/{wildcards.model}/{wildcards.dataset}/{wildcards.retriever}"
     return [
-        f"results/rerank/{wildcards.model}/{wildcards.dataset}/{wildcards.retriever}/{order}/none.{suffix}"
-        for order in pbconfig.orders_of(config, experiment)
+        f"{prefix}/{order}/{wildcards.debias}.{suffix}"
+        for order in pbconfig.orders_for(config, experiment, wildcards.debias)
     ]

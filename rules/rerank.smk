@@ -1,5 +1,6 @@
-# Stage `rerank`: listwise reranking of first-stage candidates in every evaluation order, and the
-# permuted evaluation (nDCG@10 per order, tau-PSI over shuffles, position curve) with its table and figure.
+# Stage `reranking`: listwise reranking of first-stage candidates in every evaluation order, with or
+# without inference-time debiasing, and the permuted evaluation (nDCG@10 per order, tau-PSI over
+# shuffles, position curve, cost) with its table and figure.
 
 
 rule rerank:
@@ -10,9 +11,10 @@ rule rerank:
         qrels="results/data/{dataset}/qrels.parquet",
         model=lambda w: reranker_model_input(w.model),
     output:
-        run="results/rerank/{model}/{dataset}/{retriever}/{order}/none.parquet",
-        windows="results/rerank/{model}/{dataset}/{retriever}/{order}/none.windows.parquet",
-        stats="results/rerank/{model}/{dataset}/{retriever}/{order}/none.stats.json",
+        run="results/rerank/{model}/{dataset}/{retriever}/{order}/{debias}.parquet",
+        windows="results/rerank/{model}/{dataset}/{retriever}/{order}/{debias}.windows.parquet",
+        cost="results/rerank/{model}/{dataset}/{retriever}/{order}/{debias}.cost.parquet",
+        stats="results/rerank/{model}/{dataset}/{retriever}/{order}/{debias}.stats.json",
     params:
         experiment=lambda w: EXPERIMENTS[(w.model, w.dataset, w.retriever)],
         model=lambda w: config["models"][w.model],
@@ -22,10 +24,11 @@ rule rerank:
         device=config["device"],
     wildcard_constraints:
         order=r"original|shuffled-\d+|position-\d+",
+        debias=DEBIAS_PATTERN,
     log:
-        "logs/rerank/{model}/{dataset}/{retriever}/{order}.log",
+        "logs/rerank/{model}/{dataset}/{retriever}/{order}/{debias}.log",
     benchmark:
-        "benchmarks/rerank/{model}/{dataset}/{retriever}/{order}.tsv"
+        "benchmarks/rerank/{model}/{dataset}/{retriever}/{order}/{debias}.tsv"
     conda:
         "../envs/models.yaml"
     resources:
@@ -41,19 +44,22 @@ rule rerank_summary:
         stats=lambda w: experiment_outputs(w, "stats.json"),
         first_stage="results/runs/{dataset}/{retriever}.parquet",
         qrels="results/data/{dataset}/qrels.parquet",
+        costs=lambda w: experiment_outputs(w, "cost.parquet"),
     output:
-        metrics="results/metrics/rerank/{model}/{dataset}/{retriever}.parquet",
-        curve="results/metrics/rerank/{model}/{dataset}/{retriever}.curve.parquet",
-        summary="results/metrics/rerank/{model}/{dataset}/{retriever}.summary.parquet",
+        metrics="results/metrics/rerank/{model}/{dataset}/{retriever}/{debias}.parquet",
+        curve="results/metrics/rerank/{model}/{dataset}/{retriever}/{debias}.curve.parquet",
+        summary="results/metrics/rerank/{model}/{dataset}/{retriever}/{debias}.summary.parquet",
     params:
-        orders=lambda w: pbconfig.orders_of(config, EXPERIMENTS[(w.model, w.dataset, w.retriever)]),
+        orders=lambda w: pbconfig.orders_for(config, EXPERIMENTS[(w.model, w.dataset, w.retriever)], w.debias),
         reranking=config["reranking"],
         measures=config["evaluation"]["measures"],
         seed=config["seed"],
+    wildcard_constraints:
+        debias=DEBIAS_PATTERN,
     log:
-        "logs/metrics/rerank/{model}/{dataset}/{retriever}.log",
+        "logs/metrics/rerank/{model}/{dataset}/{retriever}/{debias}.log",
     benchmark:
-        "benchmarks/metrics/rerank/{model}/{dataset}/{retriever}.tsv"
+        "benchmarks/metrics/rerank/{model}/{dataset}/{retriever}/{debias}.tsv"
     conda:
         "../envs/eval.yaml"
     resources:
@@ -65,8 +71,8 @@ rule rerank_summary:
 
 rule rerank_tables:
     input:
-        summaries=[f"results/metrics/rerank/{m}/{d}/{r}.summary.parquet" for m, d, r in EXPERIMENTS],
-        curves=[f"results/metrics/rerank/{m}/{d}/{r}.curve.parquet" for m, d, r in EXPERIMENTS],
+        summaries=[f"results/metrics/rerank/{m}/{d}/{r}/{b}.summary.parquet" for m, d, r, b in SUMMARIES],
+        curves=[f"results/metrics/rerank/{m}/{d}/{r}/{b}.curve.parquet" for m, d, r, b in SUMMARIES],
     output:
         table=report(
             "results/tables/rerank.md",

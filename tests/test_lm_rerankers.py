@@ -107,8 +107,44 @@ def test_generation_ranks_and_counts(tiny):
 
 def test_empty_candidate_list_and_wide_window(tiny):
     reranker = FirstReranker(LMSpec(str(tiny)))
-    run, log = rerank(reranker, [Candidates("q", "x", [], {})])
-    assert run.height == 0 and log.height == 0
+    run, log, cost = rerank(reranker, [Candidates("q", "x", [], {})])
+    assert run.height == 0 and log.height == 0 and cost.to_dicts() == [
+        {"query_id": "q", "windows": 0, "calls": 0, "prompt_tokens": 0, "seconds": 0.0}]
     docs = [f"d{i}" for i in range(25)]
     with pytest.raises(ValueError, match="more identifiers than the 20 letters"):
         rerank(reranker, [Candidates("q", "x", docs, {d: d for d in docs})], window=25, step=10)
+
+
+def test_cost_per_query_and_debiased_first(tiny):
+    from posbias.rerankers.debiased import wrap
+
+    first = FirstReranker(LMSpec(str(tiny), batch_size=4))
+    docs = [f"d{i}" for i in range(25)]
+    texts = {d: _text(i, 30) for i, d in enumerate(docs)}
+    lists = [Candidates("q1", "alpha", docs, texts), Candidates("q2", "beta", docs[:20], texts)]
+    run, log, cost = rerank(first, lists, window=20, step=10)
+    by_q = {r["query_id"]: r for r in cost.to_dicts()}
+    assert by_q["q1"]["windows"] == 2 and by_q["q2"]["windows"] == 1
+    assert by_q["q1"]["calls"] == 2 and by_q["q1"]["prompt_tokens"] > by_q["q2"]["prompt_tokens"] > 0
+    assert all(r["seconds"] > 0 for r in by_q.values())
+    _, _, psc_cost = rerank(wrap(first, "permsc@3", seed=0), lists, window=20, step=10)
+    assert psc_cost["calls"].to_list() == [6, 3]
+    capcal = wrap(first, "capcal", seed=0)
+    run_c, _, cap_cost = rerank(capcal, lists, window=20, step=10)
+    # one content-free prior per (query, window size): q1 needs it once, q2 once
+    assert cap_cost["calls"].to_list() == [3, 2]
+    assert sorted(run_c.filter(run_c["query_id"] == "q1")["doc_id"].to_list()) == sorted(docs)
+
+
+def test_sequential_capcal_for_generation(tiny):
+    from posbias.rerankers.debiased import wrap
+
+    gen = GenerationReranker(LMSpec(str(tiny)))
+    windows = _windows(1, 4)
+    out = wrap(gen, "capcal", seed=0).rank(windows)[0]
+    assert sorted(out.order) == [0, 1, 2, 3] and out.stats["calls"] == 8
+    # alpha = 0 reproduces constrained greedy decoding over the remaining identifiers
+    plain = gen.rank_calibrated(windows, lambda p, q: list(p), "")[0]
+    zero = GenerationReranker(LMSpec(str(tiny))).rank_calibrated(
+        windows, lambda p, q: __import__("posbias.debias", fromlist=["x"]).capcal_scores(p, q, alpha=0.0), "")[0]
+    assert plain.order == zero.order

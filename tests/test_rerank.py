@@ -26,7 +26,7 @@ def _cands(n, qid="q"):
 
 @pytest.mark.parametrize("n", [5, 20, 25, 37, 100])
 def test_sliding_window_bubbles_the_best_to_the_top(n):
-    run, log = rerank(ReverseByScore(), [_cands(n)], window=20, step=10, batch_size=3)
+    run, log, _ = rerank(ReverseByScore(), [_cands(n)], window=20, step=10, batch_size=3)
     ranked = run.sort("rank")["doc_id"].to_list()
     top = sorted(range(n), reverse=True)[: min(n, 10)]
     assert ranked[: len(top)] == [f"d{i}" for i in top]  # the top step-size is exact after a full pass
@@ -37,8 +37,8 @@ def test_sliding_window_bubbles_the_best_to_the_top(n):
 def test_batching_does_not_change_results():
     lists = [_cands(45, f"q{i}") for i in range(5)]
     sim = SimulatedReranker({}, prior="linear", strength=1.0, noise=1.0, relevance_weight=0.0, seed=3)
-    a, la = rerank(sim, lists, batch_size=1)
-    b, lb = rerank(sim, lists, batch_size=7)
+    a, la, _ = rerank(sim, lists, batch_size=1)
+    b, lb, _ = rerank(sim, lists, batch_size=7)
     assert a.sort("query_id", "rank").equals(b.sort("query_id", "rank"))
     assert la.sort(la.columns).equals(lb.sort(lb.columns))
 
@@ -46,12 +46,12 @@ def test_batching_does_not_change_results():
 def test_position_only_model_returns_input_order_and_is_order_sensitive():
     sim = SimulatedReranker({}, prior="linear", strength=1.0, noise=0.0, relevance_weight=0.0)
     lists = [_cands(20)]
-    run, _ = rerank(sim, lists)
+    run, _, _ = rerank(sim, lists)
     assert run.sort("rank")["doc_id"].to_list() == lists[0].doc_ids
     rankings = []
     for s in range(10):
         shuffled = orders.present(lists[0].doc_ids, orders.Order("shuffled", s), 42, "q", set())
-        run, _ = rerank(sim, [Candidates("q", "query", shuffled, lists[0].texts)])
+        run, _, _ = rerank(sim, [Candidates("q", "query", shuffled, lists[0].texts)])
         rankings.append(run.sort("rank")["doc_id"].to_list())
     assert metrics.tau_psi(rankings) > 0.4
 
@@ -63,7 +63,7 @@ def test_simulated_without_prior_is_order_invariant():
     rankings = []
     for s in range(10):
         shuffled = orders.present(docs, orders.Order("shuffled", s), 1, "q", set())
-        run, _ = rerank(sim, [Candidates("q", "x", shuffled, {d: d for d in docs})])
+        run, _, _ = rerank(sim, [Candidates("q", "x", shuffled, {d: d for d in docs})])
         rankings.append(run.sort("rank")["doc_id"].to_list()[:5])
     # grades tie within a class, so compare the grade sequence: always 3,3,3,3,3
     assert all([grades["q"][d] for d in r] == [3] * 5 for r in rankings)

@@ -52,16 +52,23 @@ def test_default_workflow_end_to_end(workdir, shared_data):
         assert run["query_id"].n_unique() == 100
     listwise = pl.read_parquet(workdir / "results" / "data" / "synthetic-train" / "listwise.parquet")
     assert listwise.height == 300
-    # reranking: the tiny model (First and generation) and the simulated reranker on DL19
+    # reranking: the tiny model (First and generation) and the simulated reranker on DL19, with debiasing
     summary = pl.concat([pl.read_parquet(p) for p in (workdir / "results" / "metrics" / "rerank").rglob("*.summary.parquet")])
     assert set(summary["model"]) == {"tiny-first", "tiny-gen", "sim-linear"}
-    sim = summary.filter(pl.col("model") == "sim-linear").to_dicts()[0]
-    assert sim["dataset"] == "dl19" and sim["queries"] == 43 and sim["shuffles"] == 10
-    assert sim["tau_psi"] > 0.01  # a linear positional prior makes the ranking order-sensitive ...
-    assert sim["curve_first"] > sim["curve_last"]  # ... and favours early positions
-    first = summary.filter(pl.col("model") == "tiny-first").to_dicts()[0]
-    assert 0 <= first["ndcg10_original"] <= 1 and first["tau_psi"] > 0
-    assert "| sim-linear | dl19 | imported:bm25 | 43 |" in (workdir / "results" / "tables" / "rerank.md").read_text()
+    sim = {r["debias"]: r for r in summary.filter(pl.col("model") == "sim-linear").to_dicts()}
+    assert set(sim) == {"none", "permsc@10", "capcal", "bsc@10"}
+    assert sim["none"]["dataset"] == "dl19" and sim["none"]["queries"] == 43 and sim["none"]["shuffles"] == 10
+    assert sim["none"]["tau_psi"] > 0.01  # a linear positional prior makes the ranking order-sensitive ...
+    assert sim["none"]["curve_first"] > sim["none"]["curve_last"]  # ... and favours early positions
+    for method in ("permsc@10", "bsc@10"):  # aggregating 10 views lowers the sensitivity, at 10x the calls
+        assert sim[method]["tau_psi"] < sim["none"]["tau_psi"]
+        assert sim[method]["calls_per_query"] == pytest.approx(10 * sim["none"]["calls_per_query"])
+    first = {r["debias"]: r for r in summary.filter(pl.col("model") == "tiny-first").to_dicts()}
+    assert set(first) == {"none", "permsc@10", "capcal", "bsc@10"}
+    assert 0 <= first["none"]["ndcg10_original"] <= 1 and first["none"]["tau_psi"] > 0
+    assert first["none"]["prompt_tokens_per_query"] > 1000  # 20 passages of the synthetic collection
+    table = (workdir / "results" / "tables" / "rerank.md").read_text()
+    assert "| sim-linear | dl19 | imported:bm25 | none | 43 |" in table and "| tiny-first | synthetic | bm25 | capcal |" in table
     figure = workdir / "results" / "figures" / "position_curve.png"
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and figure.stat().st_size > 10_000
     # every job left a log and a benchmark

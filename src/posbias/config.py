@@ -129,9 +129,25 @@ def experiment_key(experiment: dict) -> tuple[str, str, str]:
     return experiment["model"], experiment["dataset"], experiment["retriever"]
 
 
-def rerank_grid(config: dict) -> list[tuple[str, str, str, str]]:
-    """Every (model, dataset, retriever, order) the reranking experiments ask for."""
-    return [(*experiment_key(e), order) for e in config["reranking"]["experiments"] for order in orders_of(config, e)]
+def orders_for(config: dict, experiment: dict, debias: str) -> list[str]:
+    """The orders a debiasing method runs on: original and shuffled, plus positions if in ``position_debias``."""
+    with_positions = debias in experiment.get("position_debias", ["none"])
+    return [o for o in orders_of(config, experiment) if with_positions or not o.startswith("position-")]
+
+
+def rerank_grid(config: dict) -> list[tuple[str, str, str, str, str]]:
+    """Every (model, dataset, retriever, order, debias) the reranking experiments ask for."""
+    out = []
+    for e in config["reranking"]["experiments"]:
+        methods = list(dict.fromkeys(e.get("debias", ["none"]) + e.get("position_debias", ["none"])))
+        for debias in methods:
+            out += [(*experiment_key(e), order, debias) for order in orders_for(config, e, debias)]
+    return out
+
+
+def summaries(config: dict) -> list[tuple[str, str, str, str]]:
+    """Every (model, dataset, retriever, debias) that gets a summary."""
+    return list(dict.fromkeys((m, d, r, b) for m, d, r, _, b in rerank_grid(config)))
 
 
 def check_experiments(config: dict) -> None:

@@ -13,18 +13,24 @@ def _fmt(value: float, digits: int = 4) -> str:
 
 
 def rerank_table(summary: pl.DataFrame) -> str:
-    """Markdown: per experiment, nDCG@10 original vs shuffled (mean ± sd), τ-PSI, position-curve ends, cost."""
+    """Markdown: per experiment and debiasing method, quality (nDCG@10 original and shuffled), stability
+    (τ-PSI, position-curve ends and spread) and cost (model calls, prompt tokens, seconds per query)."""
     lines = [
-        "| model | dataset | retriever | queries | nDCG@10 original | nDCG@10 shuffled (mean ± sd, M) | τ-PSI "
-        "| curve p=1 | curve p=last | curve spread | windows | seconds | parse failures |",
-        "|" + "---|" * 13,
+        "| model | dataset | retriever | debias | queries | nDCG@10 original | nDCG@10 shuffled (mean ± sd, M) "
+        "| τ-PSI | curve p=1 | curve p=last | curve spread | calls/query | tokens/query | s/query | parse failures |",
+        "|" + "---|" * 15,
     ]
-    for r in summary.sort("dataset", "model").iter_rows(named=True):
+    order = {"none": 0, "capcal": 1}
+    rows = sorted(summary.iter_rows(named=True),
+                  key=lambda r: (r["dataset"], r["model"], order.get(r["debias"], 2), r["debias"]))
+    for r in rows:
         lines.append(
-            f"| {r['model']} | {r['dataset']} | {r['retriever']} | {r['queries']} | {_fmt(r['ndcg10_original'])} | "
+            f"| {r['model']} | {r['dataset']} | {r['retriever']} | {r['debias']} | {r['queries']} | "
+            f"{_fmt(r['ndcg10_original'])} | "
             f"{_fmt(r['ndcg10_shuffled_mean'])} ± {_fmt(r['ndcg10_shuffled_sd'])} ({r['shuffles']}) | "
             f"{_fmt(r['tau_psi'])} | {_fmt(r['curve_first'])} | {_fmt(r['curve_last'])} | {_fmt(r['curve_spread'])} | "
-            f"{r['windows']} | {_fmt(r['wall_seconds'], 1)} | {r['parse_failures']} |"
+            f"{_fmt(r['calls_per_query'], 1)} | {_fmt(r['prompt_tokens_per_query'], 0)} | "
+            f"{_fmt(r['seconds_per_query'], 3)} | {r['parse_failures']} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -37,9 +43,9 @@ def position_curve_figure(curves: pl.DataFrame, path: str | Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), constrained_layout=True)
-    for (model, dataset, retriever), group in curves.sort("position").group_by(
-            ["model", "dataset", "retriever"], maintain_order=True):
-        label = f"{model} · {dataset} · {retriever}"
+    for (model, dataset, retriever, debias), group in curves.sort("position").group_by(
+            ["model", "dataset", "retriever", "debias"], maintain_order=True):
+        label = f"{model} · {dataset} · {retriever}" + ("" if debias == "none" else f" · {debias}")
         axes[0].plot(group["position"], group["target_ndcg10"], marker="o", ms=3, label=label)
         axes[1].plot(group["position"], group["target_rank"], marker="o", ms=3, label=label)
     axes[0].set(xlabel="input position of the relevant passage", ylabel="nDCG@10 of that passage", ylim=(0, 1.02),

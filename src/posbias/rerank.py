@@ -7,6 +7,7 @@ into its query's list before that query's next window is formed.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import polars as pl
@@ -67,19 +68,23 @@ def present_candidates(first_stage: pl.DataFrame, queries: pl.DataFrame, corpus:
 
 
 def rerank(reranker: Reranker, lists: list[Candidates], window: int = 20, step: int = 10,
-           batch_size: int = 8) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Rerank every list; returns (run, window log).
+           batch_size: int = 8) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """Rerank every list; returns (run, window log, per-query cost).
 
     The run has rank-derived scores (n − rank + 1), since window scores are not comparable across
     windows. The window log has one row per passage per window: query_id, window, start, end,
     input_position (0-based within the window), doc_id, score (null for models without scores),
-    output_rank (0-based within the window).
+    output_rank (0-based within the window). The cost table has, per query, the windows reranked,
+    the model calls and prompt tokens spent on them (from each window's stats), and wall seconds:
+    each batch's measured time shared among its windows in proportion to their prompt tokens
+    (equally when the model reads no tokens).
     """
     current = {c.query_id: list(c.doc_ids) for c in lists}
     plans = {c.query_id: sliding_windows(len(c.doc_ids), window, step) for c in lists}
     by_id = {c.query_id: c for c in lists}
     log: dict[str, list] = {k: [] for k in ("query_id", "window", "start", "end", "input_position", "doc_id",
                                             "score", "output_rank")}
+    cost = {qid: {"windows": 0, "calls": 0, "prompt_tokens": 0, "seconds": 0.0} for qid in current}
     rounds = max((len(p) for p in plans.values()), default=0)
     total = sum(len(p) for p in plans.values())
     with tqdm(total=total, desc="windows", unit="win", mininterval=5) as bar:
@@ -91,7 +96,18 @@ def rerank(reranker: Reranker, lists: list[Candidates], window: int = 20, step: 
                 for qid, (start, end) in chunk:
                     docs = current[qid][start:end]
                     windows.append(Window(qid, by_id[qid].query, docs, [by_id[qid].texts[d] for d in docs]))
-                for (qid, (start, end)), win, res in zip(chunk, windows, reranker.rank(windows)):
+                started = time.perf_counter()
+                results = reranker.rank(windows)
+                elapsed = time.perf_counter() - started
+                tokens = [r.stats.get("prompt_tokens", 0) for r in results]
+                shares = [t / sum(tokens) for t in tokens] if sum(tokens) else [1 / len(results)] * len(results)
+                for (qid, _), res, share in zip(chunk, results, shares):
+                    c = cost[qid]
+                    c["windows"] += 1
+                    c["calls"] += res.stats.get("calls", 1)
+                    c["prompt_tokens"] += res.stats.get("prompt_tokens", 0)
+                    c["seconds"] += elapsed * share
+                for (qid, (start, end)), win, res in zip(chunk, windows, results):
                     current[qid][start:end] = [win.doc_ids[i] for i in res.order]
                     out_rank = {i: r for r, i in enumerate(res.order)}
                     for pos, doc in enumerate(win.doc_ids):
@@ -110,4 +126,7 @@ def rerank(reranker: Reranker, lists: list[Candidates], window: int = 20, step: 
     window_log = pl.DataFrame(log, schema={"query_id": pl.String, "window": pl.Int32, "start": pl.Int32,
                                            "end": pl.Int32, "input_position": pl.Int32, "doc_id": pl.String,
                                            "score": pl.Float64, "output_rank": pl.Int32})
-    return run, window_log
+    cost_table = pl.DataFrame([{"query_id": q, **c} for q, c in cost.items()],
+                              schema={"query_id": pl.String, "windows": pl.Int64, "calls": pl.Int64,
+                                      "prompt_tokens": pl.Int64, "seconds": pl.Float64})
+    return run, window_log, cost_table

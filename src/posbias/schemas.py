@@ -68,6 +68,16 @@ WINDOW_LOG = pa.schema(
         ("output_rank", pa.int32()),
     ]
 )
+# What reranking one query cost: windows, model calls, prompt tokens and (apportioned) wall seconds.
+COST = pa.schema(
+    [
+        ("query_id", pa.string()),
+        ("windows", pa.int64()),
+        ("calls", pa.int64()),
+        ("prompt_tokens", pa.int64()),
+        ("seconds", pa.float64()),
+    ]
+)
 # Per-query metrics of reranked runs, long format, one row per condition and measure.
 RERANK_METRICS = pa.schema(
     [
@@ -87,6 +97,7 @@ POSITION_CURVE = pa.schema(
         ("model", pa.string()),
         ("dataset", pa.string()),
         ("retriever", pa.string()),
+        ("debias", pa.string()),
         ("position", pa.int32()),
         ("queries", pa.int64()),
         ("ndcg10", pa.float64()),
@@ -101,6 +112,7 @@ RERANK_SUMMARY = pa.schema(
         ("model", pa.string()),
         ("dataset", pa.string()),
         ("retriever", pa.string()),
+        ("debias", pa.string()),
         ("queries", pa.int64()),
         ("ndcg10_original", pa.float64()),
         ("ndcg10_shuffled_mean", pa.float64()),
@@ -112,6 +124,9 @@ RERANK_SUMMARY = pa.schema(
         ("curve_last", pa.float64()),
         ("windows", pa.int64()),
         ("wall_seconds", pa.float64()),
+        ("calls_per_query", pa.float64()),
+        ("prompt_tokens_per_query", pa.float64()),
+        ("seconds_per_query", pa.float64()),
         ("parse_failures", pa.int64()),
         ("missing_ids", pa.int64()),
     ]
@@ -126,6 +141,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     "metrics": METRICS,
     "summary": SUMMARY,
     "window_log": WINDOW_LOG,
+    "cost": COST,
     "rerank_metrics": RERANK_METRICS,
     "position_curve": POSITION_CURVE,
     "rerank_summary": RERANK_SUMMARY,

@@ -1,4 +1,6 @@
-"""Rerank one experiment's candidates in one evaluation order; write the run, window log and cost."""
+"""Rerank one experiment's candidates in one evaluation order with one debiasing method.
+
+Writes the run, the window log, the per-query cost and a stats JSON (totals, skipped queries, seeds)."""
 
 import json
 import time
@@ -7,6 +9,7 @@ from pathlib import Path
 from posbias import orders, rerankers, schemas
 from posbias.jobs import logged
 from posbias.rerank import present_candidates, rerank
+from posbias.rerankers.debiased import wrap
 
 sm = snakemake  # noqa: F821
 exp, rr, seed = sm.params.experiment, sm.params.reranking, sm.params.seed
@@ -26,18 +29,21 @@ with logged(sm.log[0], "rerank") as log:
     if shown.not_applicable:
         log.info("%d queries have no relevant passage in the top %d; skipped for %s", shown.not_applicable,
                  rr["position_k"], order)
-    reranker = rerankers.build(sm.params.model, sm.params.model_path, grades, seed, sm.params.device,
-                               rr["word_budget"])
+    base = rerankers.build(sm.params.model, sm.params.model_path, grades, seed, sm.params.device,
+                           rr["word_budget"])
+    reranker = wrap(base, sm.wildcards.debias, seed, {"aggregation": rr["permsc_aggregation"], **rr["capcal"]})
     start = time.perf_counter()
-    run, window_log = rerank(reranker, shown.lists, rr["window"], rr["step"], sm.params.model.get("batch_size", 64))
+    run, window_log, cost = rerank(reranker, shown.lists, rr["window"], rr["step"],
+                                   sm.params.model.get("batch_size", 64))
     wall = time.perf_counter() - start
     schemas.write(run, sm.output.run, "run")
     schemas.write(window_log, sm.output.windows, "window_log")
+    schemas.write(cost, sm.output.cost, "cost")
     stats = {
-        "order": str(order), "queries": len(shown.lists), "skipped_no_candidates": shown.no_candidates,
+        "order": str(order), "debias": sm.wildcards.debias, "queries": len(shown.lists), "skipped_no_candidates": shown.no_candidates,
         "skipped_not_applicable": shown.not_applicable,
         "windows": window_log.select("query_id", "window").n_unique() if window_log.height else 0,
-        "wall_seconds": wall, **getattr(reranker, "stats", {}), "shuffle_seeds": shown.seeds,
+        "wall_seconds": wall, **getattr(base, "stats", {}), "shuffle_seeds": shown.seeds,
     }
     Path(sm.output.stats).write_text(json.dumps(stats, indent=1, sort_keys=True))
     if stats.get("truncated_passages"):

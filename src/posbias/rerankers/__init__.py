@@ -23,7 +23,12 @@ class Window:
 
 @dataclass
 class WindowResult:
-    """``order``: indices into the window, best first; ``scores``: per input position, if the model has them."""
+    """``order``: indices into the window, best first; ``scores``: per input position, if the model has them.
+
+    ``stats`` carries the window's cost: ``calls`` (model forward passes spent on it; a batched pass
+    counts once per window in the batch, a decoding step once per step) and ``prompt_tokens``,
+    plus model-specific counters (``missing_ids``, ``parse_failure``).
+    """
 
     order: list[int]
     scores: list[float] | None = None
@@ -41,7 +46,7 @@ def build(spec: dict, path: str | None, grades: dict[str, dict[str, int]], seed:
         from posbias.rerankers.simulated import SimulatedReranker
 
         return SimulatedReranker(grades, prior=spec["prior"], strength=spec["strength"], noise=spec["noise"],
-                                 relevance_weight=spec["relevance_weight"], seed=seed)
+                                 relevance_weight=spec["relevance_weight"], seed=seed, bias_space=spec["bias_space"])
     from posbias.rerankers.lm import LMSpec
 
     lm = LMSpec(path=path, dtype=spec["dtype"], max_context=spec["max_context"],

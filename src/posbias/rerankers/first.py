@@ -26,6 +26,40 @@ class FirstReranker:
         self.stats["truncated_passages"] += prompt.truncated
         return self.tokenizer(prompt.text, add_special_tokens=True)["input_ids"]
 
+    def calibration_inputs(self, windows: list[Window], placeholder: str) -> list[tuple[list[float], list[float], dict]]:
+        """(P(d | x), P(d | x_empty), cost) per window: softmax of the identifier logits of the real prompt and
+        of the same prompt with every passage replaced by ``placeholder``. The content-free prior depends only
+        on (query, window size), so it is computed once per pair and cached; its cost is charged to the first
+        window that needed it.
+        """
+        import numpy as np
+
+        if not hasattr(self, "_prior_cache"):
+            self._prior_cache: dict[tuple[str, int, str], list[float]] = {}
+        missing = sorted({(w.query, len(w.doc_ids)) for w in windows} - {k[:2] for k in self._prior_cache
+                                                                            if k[2] == placeholder})
+        prior_cost: dict[tuple[str, int], int] = {}
+        if missing:
+            empty = [Window("", q, [""] * n, [placeholder] * n) for q, n in missing]
+            encoded_empty = [self.encode(w) for w in empty]
+            logits = self.identifier_logits(encoded_empty, [n for _, n in missing])
+            for (q, n), row, enc in zip(missing, logits, encoded_empty):
+                self._prior_cache[(q, n, placeholder)] = row
+                prior_cost[(q, n)] = len(enc)
+
+        def softmax(x):
+            e = np.exp(np.asarray(x) - np.max(x))
+            return (e / e.sum()).tolist()
+
+        encoded = [self.encode(w) for w in windows]
+        real = self.identifier_logits(encoded, [len(w.doc_ids) for w in windows])
+        out = []
+        for r, w, enc in zip(real, windows, encoded):
+            extra = prior_cost.pop((w.query, len(w.doc_ids)), None)
+            cost = {"calls": 1 + (extra is not None), "prompt_tokens": len(enc) + (extra or 0)}
+            out.append((softmax(r), softmax(self._prior_cache[(w.query, len(w.doc_ids), placeholder)]), cost))
+        return out
+
     def identifier_logits(self, encoded: list[list[int]], counts: list[int]) -> list[list[float]]:
         """Logits of the first answer token over each row's identifiers (row i has counts[i] passages)."""
         import torch
@@ -45,4 +79,5 @@ class FirstReranker:
     def rank(self, windows: list[Window]) -> list[WindowResult]:
         encoded = [self.encode(w) for w in windows]
         scores = self.identifier_logits(encoded, [len(w.doc_ids) for w in windows])
-        return [WindowResult(order=sorted(range(len(s)), key=lambda i: (-s[i], i)), scores=s) for s in scores]
+        return [WindowResult(order=sorted(range(len(s)), key=lambda i: (-s[i], i)), scores=s,
+                             stats={"calls": 1, "prompt_tokens": len(enc)}) for s, enc in zip(scores, encoded)]

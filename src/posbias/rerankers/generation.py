@@ -11,7 +11,7 @@ import re
 
 from posbias.prompts import identifiers, render
 from posbias.rerankers import Window, WindowResult
-from posbias.rerankers.lm import LMSpec, batches_by_length, load, pad_left
+from posbias.rerankers.lm import LMSpec, batches_by_length, identifier_token_ids, load, pad_left
 
 _ID = re.compile(r"\[([A-Z])\]")
 
@@ -45,6 +45,7 @@ class GenerationReranker:
             self.stats["truncated_passages"] += prompt.truncated
             encoded.append(self.tokenizer(prompt.text, add_special_tokens=True)["input_ids"])
         texts: list[str] = [""] * len(windows)
+        steps: list[int] = [0] * len(windows)
         with torch.inference_mode():
             for batch in batches_by_length(encoded, self.spec.batch_size):
                 ids, mask, _ = pad_left(self.tokenizer, [encoded[i] for i in batch], self.spec.device)
@@ -57,11 +58,54 @@ class GenerationReranker:
                 self.stats["generated_tokens"] += int((new != self.tokenizer.pad_token_id).sum())
                 for row, i in enumerate(batch):
                     texts[i] = self.tokenizer.decode(new[row], skip_special_tokens=True)
+                    steps[i] = int((new[row] != self.tokenizer.pad_token_id).sum())
         results = []
-        for w, text in zip(windows, texts):
+        for w, text, enc, n_steps in zip(windows, texts, encoded, steps):
             order, missing = parse_ranking(text, len(w.doc_ids))
             failed = int(missing == len(w.doc_ids))
             self.stats["parse_failures"] += failed
             self.stats["missing_ids"] += missing
-            results.append(WindowResult(order=order, stats={"missing_ids": missing, "parse_failure": failed}))
+            results.append(WindowResult(order=order, stats={"missing_ids": missing, "parse_failure": failed,
+                                                            "calls": max(n_steps, 1), "prompt_tokens": len(enc)}))
+        return results
+
+    def rank_calibrated(self, windows: list[Window], calibrate, placeholder: str) -> list[WindowResult]:
+        """Sequential CapCal: constrained decoding that emits only valid, unused identifiers.
+
+        At each step the next-identifier distribution is read for the real prompt and for the
+        content-free prompt (passages replaced by ``placeholder``), each renormalised over the
+        passages still to place and with the same answer prefix; ``calibrate(p_real, p_empty)``
+        gives the scores and the best remaining passage is emitted. Costs 2 forward passes per
+        emitted identifier (no KV cache reuse: the prefix grows by a few tokens per step).
+        """
+        import numpy as np
+        import torch
+
+        id_tokens = identifier_token_ids(self.tokenizer)
+        results = []
+        for w in windows:
+            n = len(w.doc_ids)
+            letters = identifiers(n)
+            real = render(self.tokenizer, w.query, w.texts, self.spec.word_budget, self.spec.max_context, "[")
+            empty = render(self.tokenizer, w.query, [placeholder] * n, self.spec.word_budget,
+                           self.spec.max_context, "[")
+            self.stats["truncated_passages"] += real.truncated
+            texts = [real.text, empty.text]
+            remaining, chosen, tokens = list(range(n)), [], 0
+            with torch.inference_mode():
+                while remaining:
+                    rows = [self.tokenizer(t, add_special_tokens=True)["input_ids"] for t in texts]
+                    ids, mask, pos = pad_left(self.tokenizer, rows, self.spec.device)
+                    logits = self.model(input_ids=ids, attention_mask=mask, position_ids=pos,
+                                        logits_to_keep=1).logits[:, -1, :].float()
+                    self.stats["forward_passes"] += 2
+                    self.stats["prompt_tokens"] += int(mask.sum())
+                    tokens += int(mask.sum())
+                    cand = logits[:, [id_tokens[i] for i in remaining]]
+                    probs = torch.softmax(cand, dim=-1).cpu().numpy()
+                    best = remaining[int(np.argmax(calibrate(probs[0], probs[1])))]
+                    chosen.append(best)
+                    remaining.remove(best)
+                    texts = [t + f"{letters[best]}] > [" for t in texts]
+            results.append(WindowResult(order=chosen, stats={"calls": 2 * n, "prompt_tokens": tokens}))
         return results

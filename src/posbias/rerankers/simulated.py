@@ -1,7 +1,18 @@
 """The simulated listwise reranker: the known-answer model of the project.
 
-score(passage at input position p of a window of k) =
-    relevance_weight · grade(passage) + strength · prior(p, k) + noise · ε,   ε ~ N(0, 1)
+With ``bias_space="score"`` (default) the positional prior is additive in score (logit) space:
+
+    score(passage at input position p of a window of k) =
+        relevance_weight · grade(passage) + strength · prior(p, k) + noise · ε,   ε ~ N(0, 1)
+
+and its answer distribution is P(d | x) = softmax(score). With ``bias_space="probability"`` the
+prior is additive in probability space, a mixture in which the model answers by position alone
+with probability λ = ``strength`` (0 … 1):
+
+    P(d | x) = (1 − λ) · softmax(relevance_weight · grade + noise · ε) + λ · prior(p, k) / Σ prior,
+
+and the score is that probability. This is the bias model CapCal assumes, so CapCal with α = 1
+removes it exactly: a known answer for the calibration code.
 
 with ``prior`` one of ``none`` (0), ``linear`` (1 − p/(k−1): linear decay), ``primacy``
 (exp(−p/2): a sharp preference for the first few slots) and ``u_shaped`` (((p − c)/c)², c = (k−1)/2:
@@ -39,24 +50,57 @@ def prior(kind: str, k: int) -> np.ndarray:
 
 class SimulatedReranker:
     def __init__(self, grades: dict[str, dict[str, int]], prior: str = "none", strength: float = 0.0,
-                 noise: float = 0.0, relevance_weight: float = 1.0, seed: int = 0):
+                 noise: float = 0.0, relevance_weight: float = 1.0, seed: int = 0, bias_space: str = "score"):
         if prior not in PRIORS:
             raise ValueError(f"unknown positional prior {prior!r}; use one of {PRIORS}")
+        if bias_space not in ("score", "probability"):
+            raise ValueError(f"bias_space must be 'score' or 'probability', not {bias_space!r}")
+        if bias_space == "probability" and not 0.0 <= strength <= 1.0:
+            raise ValueError("with bias_space='probability' the strength is a mixture weight in [0, 1]")
         self.grades, self.prior, self.strength = grades, prior, strength
-        self.noise, self.relevance_weight, self.seed = noise, relevance_weight, seed
+        self.noise, self.relevance_weight, self.seed, self.bias_space = noise, relevance_weight, seed, bias_space
 
-    def scores(self, window: Window) -> np.ndarray:
-        k = len(window.doc_ids)
+    def _content(self, window: Window) -> np.ndarray:
         qrels = self.grades.get(window.query_id, {})
         relevance = np.array([qrels.get(d, 0) for d in window.doc_ids], dtype=float)
         eps = np.array([np.random.default_rng(derive_seed(self.seed, window.query_id, d)).standard_normal()
                         for d in window.doc_ids])
-        return self.relevance_weight * relevance + self.strength * prior(self.prior, k) + self.noise * eps
+        return self.relevance_weight * relevance + self.noise * eps
+
+    def _prior_distribution(self, k: int) -> np.ndarray:
+        pi = prior(self.prior, k)
+        return np.full(k, 1.0 / k) if pi.sum() == 0 else pi / pi.sum()
+
+    def scores(self, window: Window) -> np.ndarray:
+        k = len(window.doc_ids)
+        if self.bias_space == "probability":
+            return (1 - self.strength) * _softmax(self._content(window)) + self.strength * self._prior_distribution(k)
+        return self._content(window) + self.strength * prior(self.prior, k)
 
     def rank(self, windows: list[Window]) -> list[WindowResult]:
         out = []
         for window in windows:
             s = self.scores(window)
             order = sorted(range(len(s)), key=lambda i: (-s[i], i))  # ties keep input order
-            out.append(WindowResult(order=order, scores=s.tolist()))
+            out.append(WindowResult(order=order, scores=s.tolist(), stats={"calls": 1, "prompt_tokens": 0}))
         return out
+
+    def calibration_inputs(self, windows: list[Window], placeholder: str) -> list[tuple[list[float], list[float], dict]]:
+        """(P(d | x), P(d | x_empty)): softmax of the scores, and of the prior alone (a placeholder has no
+        relevance and no identity, so only the positional term remains)."""
+        out = []
+        for window in windows:
+            k = len(window.doc_ids)
+            if self.bias_space == "probability":
+                real = self.scores(window)
+                empty = (1 - self.strength) / k + self.strength * self._prior_distribution(k)
+            else:
+                real = _softmax(self.scores(window))
+                empty = _softmax(self.strength * prior(self.prior, k))
+            out.append((real.tolist(), empty.tolist(), {"calls": 1, "prompt_tokens": 0}))
+        return out
+
+
+def _softmax(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max())
+    return e / e.sum()

@@ -1,0 +1,97 @@
+import math
+from itertools import permutations
+
+import numpy as np
+import pytest
+
+from posbias import debias
+
+
+def _brute_force_best(rankings):
+    items = sorted(rankings[0])
+    return min(debias.kendall_distance_total(list(p), rankings) for p in permutations(items))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_kemeny_matches_brute_force(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(3, 8))
+    m = int(rng.integers(1, 8))
+    items = [f"d{i}" for i in range(n)]
+    base = list(rng.permutation(items))
+    rankings = []
+    for _ in range(m):  # near-agreeing or random inputs, so co-optimal ties occur
+        r = list(base) if rng.random() < 0.5 else list(rng.permutation(items))
+        i = int(rng.integers(0, n - 1))
+        r[i], r[i + 1] = r[i + 1], r[i]
+        rankings.append(r)
+    consensus = debias.kemeny(rankings)
+    assert sorted(consensus) == items
+    assert debias.kendall_distance_total(consensus, rankings) == _brute_force_best(rankings)
+    # invariant to the order in which the rankings are given
+    assert debias.kemeny(rankings[::-1]) == consensus
+    assert debias.kemeny([rankings[i] for i in rng.permutation(m)]) == consensus
+
+
+def test_kemeny_known_answers_and_ties():
+    assert debias.kemeny([["a", "b", "c"]]) == ["a", "b", "c"]
+    assert debias.kemeny([["a", "b", "c"], ["a", "b", "c"], ["c", "b", "a"]]) == ["a", "b", "c"]
+    # a perfect tie between two opposite rankings: the Borda order (then ids) breaks it
+    assert debias.kemeny([["a", "b"], ["b", "a"]]) == ["a", "b"]
+    tie = debias.kemeny([["a", "b", "c"], ["c", "b", "a"]])
+    assert debias.kendall_distance_total(tie, [["a", "b", "c"], ["c", "b", "a"]]) == 3
+    assert tie == debias.kemeny([["c", "b", "a"], ["a", "b", "c"]])
+
+
+def test_kemeny_window_size_is_fast_enough():
+    import time
+
+    rng = np.random.default_rng(0)
+    items = [f"d{i}" for i in range(20)]
+    rankings = [list(rng.permutation(items)) for _ in range(10)]
+    start = time.perf_counter()
+    consensus = debias.kemeny(rankings)
+    assert time.perf_counter() - start < 5  # the bench measures properly; this only guards hangs
+    assert debias.kendall_distance_total(consensus, rankings) <= debias.kendall_distance_total(
+        debias.borda(rankings), rankings)
+
+
+def test_local_search_never_worsens_and_finds_optimum_on_small_cases():
+    rng = np.random.default_rng(1)
+    for _ in range(20):
+        items = [f"d{i}" for i in range(6)]
+        rankings = [list(rng.permutation(items)) for _ in range(5)]
+        start = debias.borda(rankings)
+        improved = debias.local_search(start, rankings)
+        assert debias.kendall_distance_total(improved, rankings) <= debias.kendall_distance_total(start, rankings)
+        assert debias.kendall_distance_total(improved, rankings) <= _brute_force_best(rankings) + 2
+
+
+def test_borda_and_rrf():
+    r = [["a", "b", "c"], ["b", "a", "c"], ["a", "c", "b"]]
+    assert debias.borda(r) == ["a", "b", "c"]
+    assert debias.rrf_consensus(r) == ["a", "b", "c"]
+    with pytest.raises(ValueError):
+        debias.borda([["a", "b"], ["a", "c"]])
+
+
+def test_capcal_known_values():
+    p, q = [0.5, 0.3, 0.2], [0.6, 0.3, 0.1]
+    assert debias.capcal_scores(p, q, alpha=0.0) == pytest.approx(p)
+    assert debias.capcal_scores(p, q, alpha=1.0) == pytest.approx([0.5 - (0.6 - 1 / 3), 0.3 - (0.3 - 1 / 3), 0.2 - (0.1 - 1 / 3)])
+    # uniform prior: nothing changes, whatever alpha
+    assert debias.capcal_scores(p, [1 / 3] * 3) == pytest.approx(p)
+    # entropy-adaptive alpha: H/ln|C| of a uniform P is 1, so alpha = min(5, 2) = 2
+    uniform = debias.capcal_scores([1 / 3] * 3, q)
+    assert uniform == pytest.approx([1 / 3 - 2 * (qq - 1 / 3) for qq in q])
+    # a confident model gets a small alpha
+    h = -(0.98 * math.log(0.98) + 2 * 0.01 * math.log(0.01))
+    alpha = min(5 * h / math.log(3), 2)
+    assert debias.capcal_scores([0.98, 0.01, 0.01], q) == pytest.approx(
+        [0.98 - alpha * (0.6 - 1 / 3), 0.01 - alpha * (0.3 - 1 / 3), 0.01 - alpha * (0.1 - 1 / 3)])
+
+
+def test_bsc():
+    assert debias.bsc({"a": [0.1, 0.9], "b": [0.6, 0.6], "c": [0.0, 0.2]}) == ["b", "a", "c"]
+    assert debias.bsc({"x": [1.0], "w": [1.0]}) == ["w", "x"]
+    assert debias.bsc({}) == []
