@@ -20,12 +20,21 @@ from posbias.windows import sliding_windows
 
 @dataclass
 class Candidates:
-    """A query and its candidates in presentation order."""
+    """A query and its candidates in presentation order.
+
+    ``key`` names the list in the outputs when one query is presented several times in one call
+    (propensity samples); it defaults to the query id, which is what the reranker sees.
+    """
 
     query_id: str
     query: str
     doc_ids: list[str]
     texts: dict[str, str]
+    key: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.key if self.key is not None else self.query_id
 
 
 @dataclass
@@ -79,9 +88,11 @@ def rerank(reranker: Reranker, lists: list[Candidates], window: int = 20, step: 
     each batch's measured time shared among its windows in proportion to their prompt tokens
     (equally when the model reads no tokens).
     """
-    current = {c.query_id: list(c.doc_ids) for c in lists}
-    plans = {c.query_id: sliding_windows(len(c.doc_ids), window, step) for c in lists}
-    by_id = {c.query_id: c for c in lists}
+    current = {c.name: list(c.doc_ids) for c in lists}
+    if len(current) != len(lists):
+        raise ValueError("two candidate lists share a name; give repeated queries distinct keys")
+    plans = {c.name: sliding_windows(len(c.doc_ids), window, step) for c in lists}
+    by_id = {c.name: c for c in lists}
     log: dict[str, list] = {k: [] for k in ("query_id", "window", "start", "end", "input_position", "doc_id",
                                             "score", "output_rank")}
     cost = {qid: {"windows": 0, "calls": 0, "prompt_tokens": 0, "seconds": 0.0} for qid in current}
@@ -95,7 +106,8 @@ def rerank(reranker: Reranker, lists: list[Candidates], window: int = 20, step: 
                 windows = []
                 for qid, (start, end) in chunk:
                     docs = current[qid][start:end]
-                    windows.append(Window(qid, by_id[qid].query, docs, [by_id[qid].texts[d] for d in docs]))
+                    c = by_id[qid]
+                    windows.append(Window(c.query_id, c.query, docs, [c.texts[d] for d in docs]))
                 started = time.perf_counter()
                 results = reranker.rank(windows)
                 elapsed = time.perf_counter() - started

@@ -1,0 +1,98 @@
+"""Training losses of the DebiasFirst family (torch, autograd).
+
+- :func:`first_rank_loss`: FIRST's weighted RankNet over the first-token identifier logits.
+- :func:`rank_ips_loss`: the same with each pair term divided by the propensities of both passages
+  (inverse propensity scoring, DebiasFirst); a uniform ω gives exactly :func:`first_rank_loss`.
+- :func:`lm_loss`: token-mean negative log-likelihood of the target ``[B] > [A] > …``.
+- :func:`joint_loss`: rank_weight · L_rank + lm_weight · L_LM.
+
+On the joint weights: the DebiasFirst paper writes L = λ·L_Rank-IPS + L_LM with λ = 0.1, while
+FIRST's reference training code computes 10·L_rank + L_LM. Read literally these differ: the first
+weights the rank term 1:10 against the LM term, the second 10:1. They agree when λ is read as
+the weight of the LM term: L_Rank + λ·L_LM = λ·(10·L_Rank + L_LM) for λ = 0.1, the reference
+objective scaled by a constant, which under Adam changes nothing but the interplay with gradient
+clipping. This module takes explicit (rank_weight, lm_weight); the defaults (10, 1) and the paper
+preset reproduce the reference code.
+
+Shapes: ``scores`` and ``gold_rank`` are (k,) or (B, k): entry p belongs to the passage at input
+position p; ``gold_rank[p]`` is its 0-based gold rank.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+
+def _pairs(gold_rank: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mask of pairs (i, j) with i ranked better than j, and the RankNet weight 1/(r_i + r_j) (1-based)."""
+    r = gold_rank.to(torch.float64) + 1.0
+    better = r.unsqueeze(-1) < r.unsqueeze(-2)  # [..., i, j]: r_i < r_j
+    weight = 1.0 / (r.unsqueeze(-1) + r.unsqueeze(-2))
+    return better, weight
+
+
+def _pairwise_terms(scores: torch.Tensor, gold_rank: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    better, weight = _pairs(gold_rank)
+    diff = scores.unsqueeze(-2) - scores.unsqueeze(-1)  # [..., i, j] = s_j - s_i
+    terms = F.softplus(diff) * weight.to(scores.dtype)
+    return terms, better
+
+
+def first_rank_loss(scores: torch.Tensor, gold_rank: torch.Tensor) -> torch.Tensor:
+    """Σ over pairs r_i < r_j of softplus(s_j − s_i) / (r_i + r_j), divided by the number of such pairs.
+
+    For a batch, the pair terms of all lists are pooled and averaged over all their pairs.
+    """
+    terms, better = _pairwise_terms(scores, gold_rank)
+    n_pairs = better.sum()
+    if n_pairs == 0:
+        return scores.sum() * 0.0
+    return (terms * better).sum() / n_pairs
+
+
+def ips_weights(gold_rank: torch.Tensor, propensity: torch.Tensor, clip: float | None = None,
+                floor: float = 1e-3) -> torch.Tensor:
+    """1 / (ω̂[p_i, r_i] · ω̂[p_j, r_j]) for every pair, with ω̂ = k²·ω floored at ``floor``
+    (so that an unseen (position, rank) cell cannot produce an infinite weight) and the weight
+    clipped at ``clip`` if given."""
+    k = gold_rank.shape[-1]
+    omega_hat = (propensity.to(torch.float64) * k * k).clamp_min(floor)
+    positions = torch.arange(k, device=gold_rank.device)
+    per_passage = omega_hat[positions, gold_rank.long()]  # ω̂[p, r_p], shape like gold_rank
+    weights = 1.0 / (per_passage.unsqueeze(-1) * per_passage.unsqueeze(-2))
+    if clip is not None:
+        weights = weights.clamp_max(clip)
+    return weights
+
+
+def rank_ips_loss(scores: torch.Tensor, gold_rank: torch.Tensor, propensity: torch.Tensor,
+                  clip: float | None = None) -> torch.Tensor:
+    """:func:`first_rank_loss` with pair (i, j) divided by ω̂[p_i, r_i]·ω̂[p_j, r_j], ω̂ = k²·ω.
+
+    ``propensity`` is the raw k × k ω (rows: input position, columns: output rank; sums to 1), as
+    estimated by the propensity stage. Rows index input positions, columns the *gold* rank.
+    """
+    if propensity.shape != (scores.shape[-1], scores.shape[-1]):
+        raise ValueError(f"propensity must be {scores.shape[-1]}x{scores.shape[-1]}, got {tuple(propensity.shape)}")
+    terms, better = _pairwise_terms(scores, gold_rank)
+    weights = ips_weights(gold_rank, propensity, clip).to(scores.dtype)
+    n_pairs = better.sum()
+    if n_pairs == 0:
+        return scores.sum() * 0.0
+    return (terms * weights * better).sum() / n_pairs
+
+
+def lm_loss(logits: torch.Tensor, labels: torch.Tensor, ignore_index: int = -100) -> torch.Tensor:
+    """Token-mean NLL of the labelled tokens (prompt tokens carry ``ignore_index``).
+
+    ``logits`` (B, T, V) predict ``labels`` (B, T) shifted by one, as in causal LM training.
+    """
+    shift_logits = logits[:, :-1, :].reshape(-1, logits.shape[-1])
+    shift_labels = labels[:, 1:].reshape(-1)
+    return F.cross_entropy(shift_logits.float(), shift_labels, ignore_index=ignore_index)
+
+
+def joint_loss(rank: torch.Tensor, lm: torch.Tensor, rank_weight: float = 10.0, lm_weight: float = 1.0) -> torch.Tensor:
+    """rank_weight · L_rank + lm_weight · L_LM (defaults reproduce FIRST's reference code)."""
+    return rank_weight * rank + lm_weight * lm

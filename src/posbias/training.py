@@ -1,0 +1,263 @@
+"""Fine-tuning listwise rerankers: the HF ``Trainer`` with the DebiasFirst objectives.
+
+Each training example is one listwise instance: the prompt of :mod:`posbias.prompts` ending with the
+assistant's opening ``[`` (exactly what First inference reads), followed by the teacher's ranking
+``B] > [A] > … ]`` and EOS. The model is trained on
+
+    rank_weight · L_rank(-IPS) + lm_weight · L_LM
+
+where the rank scores are the logits of the identifier tokens at the position of that opening
+``[`` (the same position inference reads) and L_LM is the token-mean NLL of the ranking string.
+Methods (the ``method`` wildcard): ``first`` (rank + LM), ``debiasfirst`` (rank-IPS + LM),
+``rank``, ``rank_ips``, ``rank_ips_lm`` (ablations; ``rank_ips_lm`` is DebiasFirst's objective
+on whatever augmentation it is paired with).
+
+Everything else is the HF ``Trainer``: full fine-tuning or LoRA (PEFT), DeepSpeed ZeRO through a
+config file, bf16 where asked, gradient accumulation, cosine schedule with warm-up, NEFTune,
+gradient checkpointing, periodic checkpoints and automatic resume from the last one, seeds.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import torch
+
+from posbias import losses
+from posbias.augment import gold_ranks
+from posbias.prompts import identifiers, render
+
+log = logging.getLogger(__name__)
+
+METHODS = {
+    # method: (use IPS, rank term on, LM term on)
+    "first": (False, True, True),
+    "debiasfirst": (True, True, True),
+    "rank": (False, True, False),
+    "rank_ips": (True, True, False),
+    "rank_ips_lm": (True, True, True),
+}
+
+
+@dataclass
+class TrainSpec:
+    """Hyper-parameters of one training run (config ``training.<name>.hyper``)."""
+
+    method: str = "first"
+    rank_weight: float = 10.0
+    lm_weight: float = 1.0
+    ips_clip: float | None = 10.0
+    learning_rate: float = 5e-6
+    weight_decay: float = 0.0
+    warmup_ratio: float = 0.05
+    epochs: float = 3.0
+    max_steps: int = -1
+    batch_size: int = 2
+    grad_accum: int = 4
+    max_grad_norm: float = 1.0
+    bf16: bool = False
+    neftune_alpha: float | None = None
+    gradient_checkpointing: bool = False
+    lora: dict | None = None  # {r, alpha, dropout, target_modules}
+    deepspeed: str | None = None  # path of a DeepSpeed JSON config
+    save_steps: int = 50
+    save_total_limit: int = 2
+    logging_steps: int = 5
+    word_budget: int = 300
+    max_context: int = 4096
+    seed: int = 42
+    extra: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise ValueError(f"training method {self.method!r}: use one of {sorted(METHODS)}")
+
+
+def target_text(doc_ids: list[str], teacher_ranking: list[str]) -> str:
+    """The ranking string after the opening bracket: ``B] > [A] > [C]``."""
+    letters = identifiers(len(doc_ids))
+    index = {d: i for i, d in enumerate(doc_ids)}
+    return "] > [".join(letters[index[d]] for d in teacher_ranking) + "]"
+
+
+def encode_instances(tokenizer, instances: pl.DataFrame, word_budget: int, max_context: int) -> list[dict]:
+    """Tokenised examples: input_ids, labels (-100 on the prompt), rank_position, gold_rank."""
+    examples = []
+    for rec in instances.iter_rows(named=True):
+        prompt = render(tokenizer, rec["query"], rec["texts"], word_budget, max_context, answer_prefix="[")
+        prompt_ids = tokenizer(prompt.text, add_special_tokens=True)["input_ids"]
+        target_ids = tokenizer(target_text(rec["doc_ids"], rec["teacher_ranking"]),
+                               add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+        examples.append({
+            "input_ids": prompt_ids + target_ids,
+            # the opening "[" is trained too: it is the prompt's last token and the answer's first
+            "labels": [-100] * (len(prompt_ids) - 1) + [prompt_ids[-1]] + target_ids,
+            "rank_position": len(prompt_ids) - 1,
+            "gold_rank": gold_ranks(rec["doc_ids"], rec["teacher_ranking"]),
+        })
+    return examples
+
+
+class ListwiseCollator:
+    """Right-pads a batch; lists of different lengths get gold ranks padded with -1 (ignored)."""
+
+    def __init__(self, pad_token_id: int):
+        self.pad = pad_token_id
+
+    def __call__(self, batch: list[dict]) -> dict[str, torch.Tensor]:
+        width = max(len(b["input_ids"]) for b in batch)
+        k = max(len(b["gold_rank"]) for b in batch)
+        ids = torch.full((len(batch), width), self.pad, dtype=torch.long)
+        labels = torch.full((len(batch), width), -100, dtype=torch.long)
+        mask = torch.zeros((len(batch), width), dtype=torch.long)
+        gold = torch.full((len(batch), k), -1, dtype=torch.long)
+        for i, b in enumerate(batch):
+            n = len(b["input_ids"])
+            ids[i, :n] = torch.tensor(b["input_ids"])
+            labels[i, :n] = torch.tensor(b["labels"])
+            mask[i, :n] = 1
+            gold[i, : len(b["gold_rank"])] = torch.tensor(b["gold_rank"])
+        positions = torch.tensor([b["rank_position"] for b in batch])
+        return {"input_ids": ids, "attention_mask": mask, "labels": labels, "rank_position": positions,
+                "gold_rank": gold}
+
+
+def objective(logits: torch.Tensor, batch: dict, id_tokens: list[int], spec: TrainSpec,
+              propensity: torch.Tensor | None) -> tuple[torch.Tensor, dict[str, float]]:
+    """The joint loss of one batch, and its parts for logging."""
+    use_ips, with_rank, with_lm = METHODS[spec.method]
+    parts: dict[str, float] = {}
+    total = logits.new_zeros(())
+    if with_rank:
+        rows = torch.arange(logits.shape[0], device=logits.device)
+        rank_logits = logits[rows, batch["rank_position"]][:, id_tokens].float()
+        rank_terms = []
+        for i in range(logits.shape[0]):
+            valid = batch["gold_rank"][i] >= 0
+            k = int(valid.sum())
+            scores, gold = rank_logits[i, :k], batch["gold_rank"][i, :k]
+            if use_ips:
+                if propensity is None or propensity.shape[0] != k:
+                    raise ValueError(f"method {spec.method} needs a {k}x{k} propensity matrix")
+                rank_terms.append(losses.rank_ips_loss(scores, gold, propensity.to(scores.device), spec.ips_clip))
+            else:
+                rank_terms.append(losses.first_rank_loss(scores, gold))
+        rank = torch.stack(rank_terms).mean()
+        parts["rank_loss"] = float(rank.detach())
+        total = total + spec.rank_weight * rank
+    if with_lm:
+        lm = losses.lm_loss(logits, batch["labels"])
+        parts["lm_loss"] = float(lm.detach())
+        total = total + spec.lm_weight * lm
+    return total, parts
+
+
+def _trainer_class():
+    from transformers import Trainer
+
+    class ListwiseTrainer(Trainer):
+        """``Trainer`` whose loss is :func:`objective`; logs the rank and LM parts."""
+
+        def __init__(self, *args, id_tokens, spec, propensity, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.id_tokens, self.spec, self.propensity = id_tokens, spec, propensity
+            self._parts: dict[str, list[float]] = {}
+
+        def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+            outputs = model(input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"])
+            loss, parts = objective(outputs.logits, inputs, self.id_tokens, self.spec, self.propensity)
+            for key, value in parts.items():
+                self._parts.setdefault(key, []).append(value)
+            return (loss, outputs) if return_outputs else loss
+
+        def log(self, logs, *args, **kwargs):
+            for key, values in self._parts.items():
+                logs[key] = float(np.mean(values))
+            self._parts = {}
+            super().log(logs, *args, **kwargs)
+
+    return ListwiseTrainer
+
+
+def last_checkpoint(output_dir: Path) -> str | None:
+    from transformers.trainer_utils import get_last_checkpoint
+
+    return get_last_checkpoint(str(output_dir)) if Path(output_dir).is_dir() else None
+
+
+def train(base_model: str, instances: pl.DataFrame, spec: TrainSpec, work_dir: Path, out_dir: Path,
+          propensity: np.ndarray | None = None, device: str = "cpu") -> pl.DataFrame:
+    """Train, resuming from the last checkpoint in ``work_dir`` if any; save the final model to ``out_dir``.
+
+    Returns the loss curve (step, loss, rank_loss, lm_loss, learning_rate). With LoRA the adapters
+    are merged into the base weights before saving, so the result loads like any checkpoint.
+    """
+    from transformers import AutoModelForCausalLM, AutoTokenizer, TrainingArguments, set_seed
+
+    from posbias.rerankers.lm import identifier_token_ids
+
+    set_seed(spec.seed)
+    tokenizer = AutoTokenizer.from_pretrained(base_model)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model = AutoModelForCausalLM.from_pretrained(base_model, dtype=torch.bfloat16 if spec.bf16 else torch.float32)
+    if spec.lora:
+        from peft import LoraConfig, get_peft_model
+
+        model = get_peft_model(model, LoraConfig(
+            r=spec.lora.get("r", 16), lora_alpha=spec.lora.get("alpha", 32), lora_dropout=spec.lora.get("dropout", 0.05),
+            target_modules=spec.lora.get("target_modules", ["q_proj", "k_proj", "v_proj", "o_proj"]),
+            task_type="CAUSAL_LM"))
+    id_tokens = identifier_token_ids(tokenizer)
+    examples = encode_instances(tokenizer, instances, spec.word_budget, spec.max_context)
+    args = TrainingArguments(
+        output_dir=str(work_dir), per_device_train_batch_size=spec.batch_size,
+        gradient_accumulation_steps=spec.grad_accum, learning_rate=spec.learning_rate,
+        weight_decay=spec.weight_decay, num_train_epochs=spec.epochs, max_steps=spec.max_steps,
+        lr_scheduler_type="cosine", warmup_steps=spec.warmup_ratio, max_grad_norm=spec.max_grad_norm,
+        bf16=spec.bf16, neftune_noise_alpha=spec.neftune_alpha, gradient_checkpointing=spec.gradient_checkpointing,
+        deepspeed=spec.deepspeed, save_strategy="steps", save_steps=spec.save_steps,
+        save_total_limit=spec.save_total_limit, logging_steps=spec.logging_steps, report_to=[], seed=spec.seed,
+        data_seed=spec.seed, remove_unused_columns=False, use_cpu=device == "cpu", disable_tqdm=False,
+        dataloader_num_workers=0,
+    )
+    omega = torch.tensor(propensity, dtype=torch.float32) if propensity is not None else None
+    trainer = _trainer_class()(
+        model=model, args=args, train_dataset=examples, data_collator=ListwiseCollator(tokenizer.pad_token_id),
+        id_tokens=id_tokens, spec=spec, propensity=omega,
+    )
+    resume = last_checkpoint(work_dir)
+    if resume:
+        log.info("resuming from %s", resume)
+    trainer.train(resume_from_checkpoint=resume)
+    final = trainer.model
+    if spec.lora:
+        final = final.merge_and_unload()
+    out_dir = Path(out_dir)
+    tmp = out_dir.with_name(f".{out_dir.name}.tmp")
+    final.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    (tmp / "posbias_training.json").write_text(json.dumps({"base_model": base_model, "method": spec.method,
+                                                           "instances": instances.height,
+                                                           "steps": trainer.state.global_step}, indent=1))
+    if out_dir.exists():
+        import shutil
+
+        shutil.rmtree(out_dir)
+    tmp.rename(out_dir)
+    return loss_curve(trainer.state.log_history)
+
+
+def loss_curve(history: list[dict]) -> pl.DataFrame:
+    rows = [{"step": int(h["step"]), "loss": float(h["loss"]),
+             "rank_loss": float(h.get("rank_loss", math.nan)), "lm_loss": float(h.get("lm_loss", math.nan)),
+             "learning_rate": float(h.get("learning_rate", math.nan))}
+            for h in history if "loss" in h and "step" in h]
+    return pl.DataFrame(rows, schema={"step": pl.Int64, "loss": pl.Float64, "rank_loss": pl.Float64,
+                                      "lm_loss": pl.Float64, "learning_rate": pl.Float64})

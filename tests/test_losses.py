@@ -1,0 +1,79 @@
+import math
+
+import pytest
+import torch
+
+from posbias.losses import first_rank_loss, ips_weights, joint_loss, lm_loss, rank_ips_loss
+
+
+def softplus(x):
+    return math.log1p(math.exp(x))
+
+
+def test_first_rank_loss_by_hand():
+    scores = torch.tensor([2.0, 0.5, 1.0])
+    gold = torch.tensor([1, 2, 0])  # passage at position 2 is best, then 0, then 1
+    # 1-based ranks r = [2, 3, 1]; pairs (better, worse): (2,0), (2,1), (0,1)
+    expected = (softplus(2.0 - 1.0) / (1 + 2) + softplus(0.5 - 1.0) / (1 + 3) + softplus(0.5 - 2.0) / (2 + 3)) / 3
+    assert first_rank_loss(scores, gold).item() == pytest.approx(expected)
+
+
+def test_batch_pools_pairs():
+    a, b = torch.tensor([1.0, 0.0]), torch.tensor([0.0, 3.0, 1.0])
+    la, lb = first_rank_loss(a, torch.tensor([0, 1])), first_rank_loss(b, torch.tensor([2, 0, 1]))
+    batch = first_rank_loss(torch.stack([a, torch.tensor([0.0, 0.0])]), torch.tensor([[0, 1], [0, 1]]))
+    assert batch.item() == pytest.approx((la.item() * 1 + softplus(0.0) / 3) / 2)
+    assert lb.item() > 0
+
+
+def test_gradients_flow_and_push_the_right_way():
+    scores = torch.tensor([0.0, 0.0, 0.0], requires_grad=True)
+    first_rank_loss(scores, torch.tensor([0, 1, 2])).backward()
+    assert scores.grad[0] < 0 < scores.grad[2]  # descending the loss raises the best, lowers the worst
+
+
+def test_uniform_propensity_gives_exactly_the_rank_loss():
+    torch.manual_seed(0)
+    for k in (2, 5, 20):
+        scores = torch.randn(3, k)
+        gold = torch.stack([torch.randperm(k) for _ in range(3)])
+        uniform = torch.full((k, k), 1.0 / k**2)
+        assert torch.equal(rank_ips_loss(scores, gold, uniform), first_rank_loss(scores, gold))
+
+
+def test_ips_weights_by_hand_and_clip():
+    omega = torch.tensor([[0.3, 0.2], [0.2, 0.3]])  # k = 2: omega_hat = 4 * omega
+    gold = torch.tensor([1, 0])  # position 0 has gold rank 1, position 1 rank 0
+    w = ips_weights(gold, omega)
+    assert w[0, 1].item() == pytest.approx(1 / ((4 * 0.2) * (4 * 0.2)))
+    scores = torch.tensor([0.3, -0.2])
+    expected = softplus(0.3 - -0.2) / 3 * w[1, 0].item()
+    assert rank_ips_loss(scores, gold, omega).item() == pytest.approx(expected)
+    assert ips_weights(gold, omega, clip=1.2)[0, 1].item() == pytest.approx(1.2)
+
+
+def test_nan_guard_for_unseen_cells():
+    k = 4
+    omega = torch.zeros(k, k)
+    omega[:, 0] = 1.0 / k  # every position always ends at rank 0: most cells are 0
+    scores = torch.randn(k, requires_grad=True)
+    loss = rank_ips_loss(scores, torch.arange(k), omega, clip=10.0)
+    assert torch.isfinite(loss)
+    loss.backward()
+    assert torch.isfinite(scores.grad).all()
+
+
+def test_wrong_propensity_shape():
+    with pytest.raises(ValueError):
+        rank_ips_loss(torch.zeros(3), torch.arange(3), torch.zeros(4, 4))
+
+
+def test_lm_loss_and_joint():
+    logits = torch.zeros(1, 4, 5)
+    logits[0, 1, 3] = 10.0  # position 1 predicts token 3 strongly
+    labels = torch.tensor([[-100, -100, 3, 2]])  # tokens 2 and 3 are the target
+    loss = lm_loss(logits, labels)
+    expected = (-torch.log_softmax(logits[0, 1], -1)[3] - torch.log_softmax(logits[0, 2], -1)[2]) / 2
+    assert loss.item() == pytest.approx(expected.item(), rel=1e-5)
+    assert joint_loss(torch.tensor(2.0), torch.tensor(3.0)).item() == 23.0
+    assert joint_loss(torch.tensor(2.0), torch.tensor(3.0), 0.1, 1.0).item() == pytest.approx(3.2)
