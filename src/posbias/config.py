@@ -170,6 +170,46 @@ def check_experiments(config: dict) -> None:
             raise ValueError(f"config: {where} asks for position-{max(positions)} beyond reranking.position_k")
 
 
+IPS_METHODS = ("debiasfirst", "rank_ips", "rank_ips_lm")
+
+
+def listwise_datasets(config: dict) -> list[str]:
+    """Datasets that carry listwise training instances."""
+    return [name for name, spec in config["datasets"].items()
+            if spec["source"] == "listwise" or (spec["source"] == "synthetic" and spec.get("split") == "train")]
+
+
+def register_trained_models(config: dict) -> None:
+    """Make every ``training`` entry a causal_lm model (First mode) at ``results/models/<name>``.
+
+    Raises ValueError with one line on a bad cross-reference.
+    """
+    for name, run in config.get("training", {}).items():
+        where = f"config: training.{name}"
+        base = config["models"].get(run["base_model"])
+        if base is None or base["kind"] != "causal_lm":
+            raise ValueError(f"{where}.base_model {run['base_model']!r} is not a models entry of kind causal_lm")
+        if run["data"] not in listwise_datasets(config):
+            raise ValueError(f"{where}.data {run['data']!r} has no listwise training instances "
+                             "(use a `listwise` dataset or a synthetic `train` split)")
+        if run["method"] in IPS_METHODS and not config.get("propensity", {}).get("model"):
+            raise ValueError(f"{where}: method {run['method']!r} needs a propensity estimate; set propensity.model")
+        if name in config["models"]:
+            raise ValueError(f"{where}: the name is already a models entry; trained models need their own names")
+        config["models"][name] = {**{k: base[k] for k in ("dtype", "max_context", "attn_implementation",
+                                                         "trust_remote_code", "batch_size")},
+                                  "kind": "causal_lm", "mode": "first", "path": f"results/models/{name}",
+                                  "trained": True}
+    prop = config.get("propensity", {})
+    if prop.get("model"):
+        if prop["model"] not in config["models"] or config["models"][prop["model"]]["kind"] not in ("causal_lm", "simulated"):
+            raise ValueError(f"config: propensity.model {prop['model']!r} is not a causal_lm or simulated model")
+        if prop.get("dataset") not in config["datasets"]:
+            raise ValueError(f"config: propensity.dataset {prop.get('dataset')!r} is not a datasets entry")
+        if prop["retriever"] not in dataset_retrievers(config, prop["dataset"]):
+            raise ValueError(f"config: propensity.retriever {prop['retriever']!r} is not run on {prop['dataset']!r}")
+
+
 def grid(config: dict) -> list[tuple[str, str]]:
     """Every (dataset, retriever) pair the config asks for."""
     return [(ds, r) for ds in config["datasets"] for r in dataset_retrievers(config, ds)]

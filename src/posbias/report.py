@@ -58,3 +58,59 @@ def position_curve_figure(curves: pl.DataFrame, path: str | Path) -> None:
     axes[0].legend(fontsize=7, loc="lower left")
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def augmentation_table(tables: dict[str, pl.DataFrame], dataset: str) -> str:
+    """Markdown: the share of teacher-best (gold rank 1) passages at each input position, per variant."""
+    lines = [f"# Augmentation of {dataset}: input position of the teacher's best passage\n",
+             "Share of instances whose teacher-ranked first passage sits at each input position; "
+             "position-aware augmentation should make it uniform.\n",
+             "| position | " + " | ".join(tables) + " |", "|" + "---|" * (len(tables) + 1)]
+    best = {v: t.filter(pl.col("gold_rank") == 0).sort("input_position") for v, t in tables.items()}
+    positions = next(iter(best.values()))["input_position"].to_list()
+    for i, p in enumerate(positions):
+        cells = []
+        for t in best.values():
+            total = t["count"].sum()
+            cells.append(_fmt(t["count"][i] / total if total else math.nan, 3))
+        lines.append(f"| {p + 1} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def augmentation_figure(tables: dict[str, pl.DataFrame], path: str | Path) -> None:
+    """Heatmaps of (input position, gold rank) counts, one per augmentation variant."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    fig, axes = plt.subplots(1, len(tables), figsize=(4.2 * len(tables), 3.8), constrained_layout=True)
+    for ax, (variant, table) in zip(np.atleast_1d(axes), tables.items()):
+        k = int(table["input_position"].max()) + 1
+        grid = np.zeros((k, k))
+        grid[table["input_position"].to_numpy(), table["gold_rank"].to_numpy()] = table["count"].to_numpy()
+        grid = grid / grid.sum(axis=0, keepdims=True).clip(min=1)
+        image = ax.imshow(grid, cmap="magma", origin="upper", vmin=0)
+        ax.set(title=variant, xlabel="gold rank", ylabel="input position")
+        fig.colorbar(image, ax=ax, fraction=0.046, label="P(position | gold rank)")
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def loss_figure(curve: pl.DataFrame, path: str | Path, title: str) -> None:
+    """Training loss (total, rank part, LM part) against the optimiser step."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.5), constrained_layout=True)
+    for column in ("loss", "rank_loss", "lm_loss"):
+        if curve.height and curve[column].is_not_nan().any():
+            ax.plot(curve["step"], curve[column], marker=".", label=column)
+    ax.set(xlabel="step", ylabel="loss", title=title)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

@@ -132,6 +132,31 @@ RERANK_SUMMARY = pa.schema(
     ]
 )
 
+# Propensity estimation: sampled shuffles, their reranked output ranks, and omega.
+PROPENSITY_SAMPLES = pa.schema(
+    [("query_id", pa.string()), ("shuffle", pa.int32()), ("input_position", pa.int32()), ("doc_id", pa.string())]
+)
+TRANSITIONS = pa.schema(
+    [
+        ("query_id", pa.string()),
+        ("shuffle", pa.int32()),
+        ("input_position", pa.int32()),
+        ("doc_id", pa.string()),
+        ("output_rank", pa.int32()),
+    ]
+)
+OMEGA = pa.schema([("input_position", pa.int32()), ("output_rank", pa.int32()), ("omega", pa.float64())])
+# Training: the loss curve logged by the trainer.
+LOSS_CURVE = pa.schema(
+    [
+        ("step", pa.int64()),
+        ("loss", pa.float64()),
+        ("rank_loss", pa.float64()),
+        ("lm_loss", pa.float64()),
+        ("learning_rate", pa.float64()),
+    ]
+)
+
 SCHEMAS: dict[str, pa.Schema] = {
     "corpus": CORPUS,
     "queries": QUERIES,
@@ -145,6 +170,10 @@ SCHEMAS: dict[str, pa.Schema] = {
     "rerank_metrics": RERANK_METRICS,
     "position_curve": POSITION_CURVE,
     "rerank_summary": RERANK_SUMMARY,
+    "propensity_samples": PROPENSITY_SAMPLES,
+    "transitions": TRANSITIONS,
+    "omega": OMEGA,
+    "loss_curve": LOSS_CURVE,
 }
 
 

@@ -236,6 +236,8 @@ def train(base_model: str, instances: pl.DataFrame, spec: TrainSpec, work_dir: P
     if resume:
         log.info("resuming from %s", resume)
     trainer.train(resume_from_checkpoint=resume)
+    if not trainer.is_world_process_zero():
+        return loss_curve(trainer.state.log_history)
     final = trainer.model
     if spec.lora:
         final = final.merge_and_unload()
@@ -254,6 +256,48 @@ def train(base_model: str, instances: pl.DataFrame, spec: TrainSpec, work_dir: P
     return loss_curve(trainer.state.log_history)
 
 
+def launch_distributed(n_gpus: int, base_model: str, data: Path, spec: TrainSpec, work_dir: Path, out_dir: Path,
+                       omega: Path | None, curve: Path) -> None:
+    """Run :func:`main` under torchrun on ``n_gpus`` GPUs of this node (inside one SLURM allocation).
+
+    Multi-node jobs would start one such launcher per node with ``srun`` and a shared rendezvous
+    (``--rdzv-backend c10d --rdzv-endpoint $MASTER_ADDR:29500 --nnodes $SLURM_NNODES``); see README.
+    """
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={n_gpus}",
+           "-m", "posbias.training", "--base-model", base_model, "--data", str(data), "--spec",
+           json.dumps(spec.__dict__), "--work-dir", str(work_dir), "--out-dir", str(out_dir), "--curve", str(curve)]
+    if omega is not None:
+        cmd += ["--omega", str(omega)]
+    log.info("launching %s", " ".join(cmd))
+    subprocess.run(cmd, check=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """CLI for one training process (what torchrun starts on every GPU)."""
+    import argparse
+
+    from posbias import propensity, schemas
+
+    ap = argparse.ArgumentParser(description="Train a listwise reranker (one process of a torchrun job).")
+    ap.add_argument("--base-model", required=True)
+    ap.add_argument("--data", required=True, type=Path)
+    ap.add_argument("--spec", required=True, help="TrainSpec fields as JSON")
+    ap.add_argument("--work-dir", required=True, type=Path)
+    ap.add_argument("--out-dir", required=True, type=Path)
+    ap.add_argument("--curve", required=True, type=Path)
+    ap.add_argument("--omega", type=Path)
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    omega = propensity.from_frame(schemas.read(args.omega, "omega")) if args.omega else None
+    curve = train(args.base_model, schemas.read(args.data, "listwise"), TrainSpec(**json.loads(args.spec)),
+                  args.work_dir, args.out_dir, omega, device="cuda" if torch.cuda.is_available() else "cpu")
+    if int(__import__("os").environ.get("RANK", "0")) == 0:
+        schemas.write(curve, args.curve, "loss_curve")
+
+
 def loss_curve(history: list[dict]) -> pl.DataFrame:
     rows = [{"step": int(h["step"]), "loss": float(h["loss"]),
              "rank_loss": float(h.get("rank_loss", math.nan)), "lm_loss": float(h.get("lm_loss", math.nan)),
@@ -261,3 +305,7 @@ def loss_curve(history: list[dict]) -> pl.DataFrame:
             for h in history if "loss" in h and "step" in h]
     return pl.DataFrame(rows, schema={"step": pl.Int64, "loss": pl.Float64, "rank_loss": pl.Float64,
                                       "lm_loss": pl.Float64, "learning_rate": pl.Float64})
+
+
+if __name__ == "__main__":
+    main()

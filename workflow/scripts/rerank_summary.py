@@ -16,7 +16,9 @@ with logged(sm.log[0], "rerank_summary") as log:
     first_stage = schemas.read(sm.input.first_stage, "run")
     reranked = {order: schemas.read(path, "run") for order, path in zip(sm.params.orders, sm.input.runs)}
     stats = [json.loads(open(p).read()) for p in sm.input.stats]
-    costs = pl.concat([schemas.read(p, "cost") for p in sm.input.costs])
+    # cost of one full-depth reranking: original and shuffled orders (position orders rerank only the top k)
+    costs = pl.concat([schemas.read(p, "cost") for order, p in zip(sm.params.orders, sm.input.costs)
+                       if not order.startswith("position-")])
     per_query = permuted_eval.condition_metrics(reranked, qrels, sm.params.measures, w.model, w.dataset, w.retriever,
                                                 w.debias)
     schemas.write(per_query, sm.output.metrics, "rerank_metrics")
@@ -40,7 +42,7 @@ with logged(sm.log[0], "rerank_summary") as log:
         "curve_first": curve_values[0] if curve_values else math.nan,
         "curve_last": curve_values[-1] if curve_values else math.nan,
         "windows": sum(s["windows"] for s in stats), "wall_seconds": sum(s["wall_seconds"] for s in stats),
-        # the cost of reranking one query once: means over every (condition, query)
+        # the cost of reranking one query once at full depth: means over (original/shuffled order, query)
         "calls_per_query": costs["calls"].mean(), "prompt_tokens_per_query": costs["prompt_tokens"].mean(),
         "seconds_per_query": costs["seconds"].mean(),
         "parse_failures": sum(s.get("parse_failures", 0) for s in stats),

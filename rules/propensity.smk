@@ -1,0 +1,89 @@
+# Stage `propensity` (DebiasFirst): sample shuffled top-k lists of training queries, rerank them with
+# a First model, and estimate omega[input position, output rank].
+
+
+rule propensity_samples:
+    input:
+        run=lambda w: f"results/runs/{PROPENSITY['dataset']}/{PROPENSITY['retriever']}.parquet",
+    output:
+        "results/propensity/{model}/samples.parquet",
+    params:
+        propensity=PROPENSITY,
+        seed=config["seed"],
+    wildcard_constraints:
+        model=alternation([PROPENSITY.get("model") or "__none__"]),
+    log:
+        "logs/propensity/{model}/samples.log",
+    benchmark:
+        "benchmarks/propensity/{model}/samples.tsv"
+    conda:
+        "../envs/models.yaml"
+    resources:
+        mem_mb=4000,
+        runtime=20,
+    script:
+        "../workflow/scripts/propensity_samples.py"
+
+
+rule propensity_rerank:
+    input:
+        samples="results/propensity/{model}/samples.parquet",
+        queries=lambda w: f"results/data/{PROPENSITY['dataset']}/queries.parquet",
+        corpus=lambda w: f"results/data/{PROPENSITY['dataset']}/corpus.parquet",
+        qrels=lambda w: f"results/data/{PROPENSITY['dataset']}/qrels.parquet",
+        model=lambda w: reranker_model_input(w.model),
+    output:
+        "results/propensity/{model}/reranked.parquet",
+    params:
+        model=lambda w: config["models"][w.model],
+        model_path=lambda w: reranker_model_path(w.model),
+        k=PROPENSITY["k"],
+        word_budget=config["reranking"]["word_budget"],
+        seed=config["seed"],
+        device=config["device"],
+    wildcard_constraints:
+        model=alternation([PROPENSITY.get("model") or "__none__"]),
+    log:
+        "logs/propensity/{model}/reranked.log",
+    benchmark:
+        "benchmarks/propensity/{model}/reranked.tsv"
+    conda:
+        "../envs/models.yaml"
+    resources:
+        mem_mb=8000,
+        runtime=240,
+    script:
+        "../workflow/scripts/propensity_rerank.py"
+
+
+rule propensity_estimate:
+    input:
+        "results/propensity/{model}/reranked.parquet",
+    output:
+        omega="results/propensity/{model}/omega.parquet",
+        heatmap=report(
+            "results/propensity/{model}/omega.png",
+            caption="../docs/captions/omega.rst",
+            category="Propensity",
+        ),
+    params:
+        k=PROPENSITY["k"],
+        smoothing=PROPENSITY["smoothing"],
+    wildcard_constraints:
+        model=alternation([PROPENSITY.get("model") or "__none__"]),
+    log:
+        "logs/propensity/{model}/omega.log",
+    benchmark:
+        "benchmarks/propensity/{model}/omega.tsv"
+    conda:
+        "../envs/models.yaml"
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    script:
+        "../workflow/scripts/propensity_estimate.py"
+
+
+rule propensity:
+    input:
+        [f"results/propensity/{PROPENSITY['model']}/omega.parquet"] if PROPENSITY.get("model") else [],

@@ -1,0 +1,99 @@
+# Stage `train`: augmented listwise training sets (noaug, randaug, posaug) and fine-tuned First models
+# (first, debiasfirst and the ablations rank, rank_ips, rank_ips_lm).
+
+
+rule augment:
+    input:
+        "results/data/{dataset}/listwise.parquet",
+    output:
+        "results/train/{dataset}/{aug}.parquet",
+    params:
+        n_groups=config["augmentation"]["n_groups"],
+        seed=config["seed"],
+    wildcard_constraints:
+        aug="noaug|randaug|posaug",
+    log:
+        "logs/train/{dataset}/{aug}.augment.log",
+    benchmark:
+        "benchmarks/train/{dataset}/{aug}.augment.tsv"
+    conda:
+        "../envs/data.yaml"
+    resources:
+        mem_mb=4000,
+        runtime=20,
+    script:
+        "../workflow/scripts/augment.py"
+
+
+rule augmentation_report:
+    input:
+        expand("results/train/{{dataset}}/{aug}.parquet", aug=["noaug", "randaug", "posaug"]),
+    output:
+        table=report(
+            "results/tables/augmentation_{dataset}.md",
+            caption="../docs/captions/augmentation.rst",
+            category="Augmentation",
+        ),
+        figure=report(
+            "results/figures/augmentation_{dataset}.png",
+            caption="../docs/captions/augmentation.rst",
+            category="Augmentation",
+        ),
+    log:
+        "logs/tables/augmentation_{dataset}.log",
+    benchmark:
+        "benchmarks/tables/augmentation_{dataset}.tsv"
+    conda:
+        "../envs/eval.yaml"
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    script:
+        "../workflow/scripts/augmentation_report.py"
+
+
+rule train:
+    input:
+        data=lambda w: f"results/train/{config['training'][w.model]['data']}/{config['training'][w.model]['aug']}.parquet",
+        base=lambda w: reranker_model_input(config["training"][w.model]["base_model"]),
+        omega=lambda w: (
+            [f"results/propensity/{PROPENSITY['model']}/omega.parquet"]
+            if config["training"][w.model]["method"] in pbconfig.IPS_METHODS
+            else []
+        ),
+    output:
+        model=directory("results/models/{model}"),
+        curve="results/metrics/train/{model}.parquet",
+        figure=report(
+            "results/figures/train_{model}.png",
+            caption="../docs/captions/train.rst",
+            category="Training",
+        ),
+    params:
+        run=lambda w: config["training"][w.model],
+        base_path=lambda w: reranker_model_path(config["training"][w.model]["base_model"]),
+        word_budget=config["reranking"]["word_budget"],
+        seed=config["seed"],
+        device=config["device"],
+        checkpoints=lambda w: f"results/checkpoints/{w.model}",
+    wildcard_constraints:
+        model=alternation(TRAINED or ["__none__"]),
+    threads: config["threads"]
+    log:
+        "logs/train/{model}.log",
+    benchmark:
+        "benchmarks/train/{model}.tsv"
+    conda:
+        "../envs/models.yaml"
+    resources:
+        mem_mb=16000,
+        runtime=1440,
+        gpu=lambda w: config["training"][w.model]["gpus"],
+    script:
+        "../workflow/scripts/train.py"
+
+
+rule training:
+    input:
+        [f"results/models/{name}" for name in TRAINED],
+        expand("results/tables/augmentation_{dataset}.md", dataset=sorted({r["data"] for r in config["training"].values()})),

@@ -1,0 +1,161 @@
+"""The trainer: readout position, a real optimisation step, LoRA, resume after a kill, DeepSpeed on CPU."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from posbias.data import synthetic
+from posbias.models import build_tiny_causal_lm
+from posbias.rerankers import Window
+from posbias.rerankers.first import FirstReranker
+from posbias.rerankers.lm import LMSpec, identifier_token_ids
+from posbias.training import ListwiseCollator, TrainSpec, encode_instances, objective, target_text, train
+
+SPEC = synthetic.SyntheticSpec(n_docs=300, n_test_queries=2, n_train_queries=16, doc_length=(10, 20))
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    root = tmp_path_factory.mktemp("train")
+    coll = synthetic.generate(SPEC, "train")
+    build_tiny_causal_lm(coll.corpus["text"].to_list(), root / "base", vocab_size=600, hidden=32, layers=2,
+                         heads=2, max_length=2048, seed=0)
+    return root, coll.listwise
+
+
+def test_target_text():
+    assert target_text(["a", "b", "c"], ["b", "c", "a"]) == "B] > [C] > [A]"
+
+
+def test_rank_scores_are_read_where_inference_reads(setup):
+    root, listwise = setup
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(root / "base")
+    model = AutoModelForCausalLM.from_pretrained(root / "base")
+    example = encode_instances(tokenizer, listwise.head(1), 300, 2048)[0]
+    batch = ListwiseCollator(tokenizer.pad_token_id)([example])
+    logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
+    ids = identifier_token_ids(tokenizer)
+    train_scores = logits[0, batch["rank_position"][0], ids].tolist()
+    rec = listwise.row(0, named=True)
+    window = Window(rec["query_id"], rec["query"], rec["doc_ids"], rec["texts"])
+    infer_scores = FirstReranker(LMSpec(str(root / "base"))).rank([window])[0].scores
+    np.testing.assert_allclose(train_scores, infer_scores, atol=1e-4)
+    # the labelled span is exactly "[" + the ranking string + EOS
+    labelled = [t for t in example["labels"] if t != -100]
+    assert tokenizer.decode(labelled, skip_special_tokens=True) == "[" + target_text(rec["doc_ids"], rec["teacher_ranking"])
+    loss, parts = objective(logits, batch, ids, TrainSpec(method="first"), None)
+    assert torch.isfinite(loss) and set(parts) == {"rank_loss", "lm_loss"}
+    with pytest.raises(ValueError, match="needs a 20x20 propensity"):
+        objective(logits, batch, ids, TrainSpec(method="debiasfirst"), None)
+
+
+def test_training_lowers_the_loss_and_the_model_reloads(setup, tmp_path):
+    root, listwise = setup
+    spec = TrainSpec(method="rank_ips_lm", learning_rate=3e-3, max_steps=12, batch_size=4, grad_accum=1,
+                     save_steps=100, logging_steps=1)
+    omega = np.full((20, 20), 1 / 400)
+    curve = train(str(root / "base"), listwise, spec, tmp_path / "work", tmp_path / "out", omega)
+    assert curve.height == 12
+    assert curve["loss"].tail(3).mean() < curve["loss"].head(3).mean()
+    reranker = FirstReranker(LMSpec(str(tmp_path / "out")))
+    rec = listwise.row(0, named=True)
+    result = reranker.rank([Window("q", rec["query"], rec["doc_ids"], rec["texts"])])[0]
+    assert sorted(result.order) == list(range(20))
+
+
+def test_lora_adapters_are_merged(setup, tmp_path):
+    root, listwise = setup
+    spec = TrainSpec(method="first", learning_rate=1e-2, max_steps=2, batch_size=2, grad_accum=1, save_steps=100,
+                     lora={"r": 4, "alpha": 8, "dropout": 0.0,
+                           "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]})
+    train(str(root / "base"), listwise.head(4), spec, tmp_path / "work", tmp_path / "out")
+    names = set(__import__("safetensors.torch", fromlist=["x"]).load_file(tmp_path / "out" / "model.safetensors"))
+    assert not any("lora" in n for n in names)  # a plain checkpoint, loadable without peft
+
+
+_KILLABLE = """
+import logging, sys
+from pathlib import Path
+logging.basicConfig(level=logging.INFO)
+from posbias.data import synthetic
+from posbias.training import TrainSpec, train
+from tests.test_training import SPEC
+listwise = synthetic.generate(SPEC, "train").listwise
+spec = TrainSpec(method="first", learning_rate=3e-3, max_steps=10, batch_size=4, grad_accum=1,
+                 save_steps=2, save_total_limit=10, logging_steps=1)
+train(sys.argv[1], listwise, spec, Path(sys.argv[2]), Path(sys.argv[3]))
+"""
+
+
+def test_a_killed_run_resumes_from_its_checkpoint(setup, tmp_path):
+    root, listwise = setup
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    args = [sys.executable, "-c", _KILLABLE, str(root / "base")]
+    proc = subprocess.Popen(args + [str(tmp_path / "work"), str(tmp_path / "out")], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 240
+    while not (tmp_path / "work" / "checkpoint-4").is_dir() and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert (tmp_path / "work" / "checkpoint-4").is_dir() and not (tmp_path / "out").exists()
+    killed_at = max(int(p.name.split("-")[1]) for p in (tmp_path / "work").glob("checkpoint-*"))
+    assert killed_at < 10
+    rerun = subprocess.run(args + [str(tmp_path / "work"), str(tmp_path / "out")], env=env, capture_output=True,
+                           text=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+    assert f"resuming from {tmp_path / 'work' / f'checkpoint-{killed_at}'}" in rerun.stderr
+    straight = subprocess.run(args + [str(tmp_path / "work2"), str(tmp_path / "out2")], env=env,
+                              capture_output=True, text=True, timeout=300)
+    assert straight.returncode == 0, straight.stderr[-2000:]
+    from safetensors.torch import load_file
+
+    a, b = load_file(tmp_path / "out" / "model.safetensors"), load_file(tmp_path / "out2" / "model.safetensors")
+    assert max(float((a[n] - b[n]).abs().max()) for n in a) < 1e-4
+
+
+def test_deepspeed_zero2_on_cpu(setup, tmp_path):
+    root, listwise = setup
+    env = {**os.environ, "DS_ACCELERATOR": "cpu", "RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1",
+           "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29531", "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    code = f"""
+import torch
+from pathlib import Path
+from posbias.data import synthetic
+from posbias.training import TrainSpec, train
+from tests.test_training import SPEC
+listwise = synthetic.generate(SPEC, "train").listwise
+spec = TrainSpec(method="first", learning_rate=1e-3, max_steps=2, batch_size=2, grad_accum=2, save_steps=100,
+                 logging_steps=1, deepspeed={str(Path(__file__).resolve().parents[1] / 'config' / 'deepspeed' / 'zero2.json')!r})
+curve = train({str(root / 'base')!r}, listwise, spec, Path({str(tmp_path / 'work')!r}), Path({str(tmp_path / 'out')!r}))
+print("STEPS", curve.height)
+"""
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "STEPS 2" in out.stdout
+    assert "DeepSpeed" in out.stderr or "deepspeed" in out.stderr.lower()
+    assert (tmp_path / "out" / "config.json").is_file()
+
+
+def test_torchrun_launch_with_two_processes_on_cpu(setup, tmp_path):
+    """The multi-GPU path (one process per device under torchrun), exercised with 2 CPU processes (gloo)."""
+    root, listwise = setup
+    from posbias import schemas
+    from posbias.training import launch_distributed
+
+    schemas.write(listwise.head(8), tmp_path / "data.parquet", "listwise")
+    spec = TrainSpec(method="first", learning_rate=1e-3, max_steps=2, batch_size=2, grad_accum=1, save_steps=100,
+                     logging_steps=1)
+    launch_distributed(2, str(root / "base"), tmp_path / "data.parquet", spec, tmp_path / "work", tmp_path / "out",
+                       None, tmp_path / "curve.parquet")
+    assert (tmp_path / "out" / "model.safetensors").is_file()
+    assert schemas.read(tmp_path / "curve.parquet", "loss_curve").height == 2
