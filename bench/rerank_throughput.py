@@ -35,7 +35,7 @@ def windows(n: int, seed: int = 0) -> list[Window]:
                    [" ".join(rng.choice(WORDS, 60)) for _ in range(20)]) for i in range(n)]
 
 
-def timed(fn, repeat: int = 2) -> float:
+def timed(fn, repeat: int = 3) -> float:
     fn()  # warm-up
     best = float("inf")
     for _ in range(repeat):

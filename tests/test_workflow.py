@@ -158,3 +158,14 @@ def test_missing_local_file_fails_the_job_cleanly(workdir):
     log = (workdir / "logs" / "data" / "mine.log").read_text()
     assert "datasets.mine.corpus: corpus file nope/corpus.tsv does not exist; fix the path in the config" in log
     assert not list((workdir / "results").rglob("*.parquet"))
+
+
+def test_paper_preset_plans_the_whole_dag(workdir):
+    out = snakemake(workdir, "-n", "--quiet", "rules", configfile=REPO / "config" / "paper" / "debiasfirst.yaml")
+    text = out.stdout + out.stderr
+    assert out.returncode == 0, text[-3000:]
+    counts = {line.split()[0]: int(line.split()[1]) for line in text.splitlines()
+              if len(line.split()) == 2 and line.split()[1].isdigit()}
+    assert counts["train"] == 10  # first, debiasfirst and the eight ablation cells
+    assert counts["propensity_rerank"] == 1 and counts["augment"] == 3
+    assert counts["rerank"] > 400 and counts["rerank_tables"] == 1

@@ -59,6 +59,7 @@ class Prompt:
     text: str
     truncated: int  # passages cut to the word budget
     budget: int  # the word budget finally used
+    input_ids: list[int] | None = None  # the tokenised text (with special tokens), when it was measured
 
 
 def render(tokenizer, query: str, passages: list[str], word_budget: int = 300, max_tokens: int | None = None,
@@ -76,9 +77,9 @@ def render(tokenizer, query: str, passages: list[str], word_budget: int = 300, m
         else:
             text = f"{SYSTEM}\n\n{user}\n\n"
         text += answer_prefix
-        n_tokens = len(tokenizer(text, add_special_tokens=False)["input_ids"]) if max_tokens else 0
-        if not max_tokens or n_tokens <= max_tokens or budget <= 1:
-            if max_tokens and n_tokens > max_tokens:
-                raise ValueError(f"even with 1 word per passage the prompt has {n_tokens} tokens > {max_tokens}")
-            return Prompt(text, sum(c[1] for c in cut), budget)
+        ids = tokenizer(text, add_special_tokens=True)["input_ids"] if max_tokens else None
+        if not max_tokens or len(ids) <= max_tokens or budget <= 1:
+            if max_tokens and len(ids) > max_tokens:
+                raise ValueError(f"even with 1 word per passage the prompt has {len(ids)} tokens > {max_tokens}")
+            return Prompt(text, sum(c[1] for c in cut), budget, ids)
         budget = max(1, int(budget * 0.8))

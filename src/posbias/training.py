@@ -91,7 +91,7 @@ def encode_instances(tokenizer, instances: pl.DataFrame, word_budget: int, max_c
     examples = []
     for rec in instances.iter_rows(named=True):
         prompt = render(tokenizer, rec["query"], rec["texts"], word_budget, max_context, answer_prefix="[")
-        prompt_ids = tokenizer(prompt.text, add_special_tokens=True)["input_ids"]
+        prompt_ids = prompt.input_ids or tokenizer(prompt.text, add_special_tokens=True)["input_ids"]
         target_ids = tokenizer(target_text(rec["doc_ids"], rec["teacher_ranking"]),
                                add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
         examples.append({

@@ -24,7 +24,7 @@ class FirstReranker:
         prompt = render(self.tokenizer, window.query, window.texts, self.spec.word_budget,
                         self.spec.max_context, answer_prefix="[")
         self.stats["truncated_passages"] += prompt.truncated
-        return self.tokenizer(prompt.text, add_special_tokens=True)["input_ids"]
+        return prompt.input_ids or self.tokenizer(prompt.text, add_special_tokens=True)["input_ids"]
 
     def calibration_inputs(self, windows: list[Window], placeholder: str) -> list[tuple[list[float], list[float], dict]]:
         """(P(d | x), P(d | x_empty), cost) per window: softmax of the identifier logits of the real prompt and

@@ -43,7 +43,7 @@ class GenerationReranker:
         for w in windows:
             prompt = render(self.tokenizer, w.query, w.texts, self.spec.word_budget, self.spec.max_context)
             self.stats["truncated_passages"] += prompt.truncated
-            encoded.append(self.tokenizer(prompt.text, add_special_tokens=True)["input_ids"])
+            encoded.append(prompt.input_ids or self.tokenizer(prompt.text, add_special_tokens=True)["input_ids"])
         texts: list[str] = [""] * len(windows)
         steps: list[int] = [0] * len(windows)
         with torch.inference_mode():
