@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from posbias import prompts
+from posbias.debias import capcal_scores
 from posbias.errors import PosbiasError
 from posbias.models import build_tiny_causal_lm
 from posbias.rerank import Candidates, rerank
@@ -146,5 +147,5 @@ def test_sequential_capcal_for_generation(tiny):
     # alpha = 0 reproduces constrained greedy decoding over the remaining identifiers
     plain = gen.rank_calibrated(windows, lambda p, q: list(p), "")[0]
     zero = GenerationReranker(LMSpec(str(tiny))).rank_calibrated(
-        windows, lambda p, q: __import__("posbias.debias", fromlist=["x"]).capcal_scores(p, q, alpha=0.0), "")[0]
+        windows, lambda p, q: capcal_scores(p, q, alpha=0.0), "")[0]
     assert plain.order == zero.order

@@ -6,6 +6,7 @@ from posbias import metrics, orders
 from posbias.rerank import Candidates, rerank
 from posbias.rerankers import Window, WindowResult
 from posbias.rerankers.simulated import SimulatedReranker, prior
+from posbias.windows import sliding_windows
 
 
 class ReverseByScore:
@@ -31,7 +32,7 @@ def test_sliding_window_bubbles_the_best_to_the_top(n):
     top = sorted(range(n), reverse=True)[: min(n, 10)]
     assert ranked[: len(top)] == [f"d{i}" for i in top]  # the top step-size is exact after a full pass
     assert sorted(ranked) == sorted(f"d{i}" for i in range(n))
-    assert log["window"].max() + 1 == len(__import__("posbias.windows", fromlist=["x"]).sliding_windows(n, 20, 10))
+    assert log["window"].max() + 1 == len(sliding_windows(n, 20, 10))
 
 
 def test_batching_does_not_change_results():

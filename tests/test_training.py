@@ -159,3 +159,14 @@ def test_torchrun_launch_with_two_processes_on_cpu(setup, tmp_path):
                        None, tmp_path / "curve.parquet")
     assert (tmp_path / "out" / "model.safetensors").is_file()
     assert schemas.read(tmp_path / "curve.parquet", "loss_curve").height == 2
+
+
+def test_checkpoints_of_another_configuration_are_not_resumed(tmp_path):
+    from posbias.training import claim_work_dir
+
+    claim_work_dir(tmp_path / "w", {"lr": 1})
+    (tmp_path / "w" / "checkpoint-5").mkdir()
+    claim_work_dir(tmp_path / "w", {"lr": 1})
+    assert (tmp_path / "w" / "checkpoint-5").is_dir()  # same run: resume
+    claim_work_dir(tmp_path / "w", {"lr": 2})
+    assert not (tmp_path / "w" / "checkpoint-5").exists()  # changed run: start afresh

@@ -19,9 +19,11 @@ gradient checkpointing, periodic checkpoints and automatic resume from the last 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -191,6 +193,32 @@ def last_checkpoint(output_dir: Path) -> str | None:
     return get_last_checkpoint(str(output_dir)) if Path(output_dir).is_dir() else None
 
 
+def run_fingerprint(base_model: str, spec: TrainSpec, instances: pl.DataFrame, propensity: np.ndarray | None) -> dict:
+    """What identifies a training run: base model, hyper-parameters, data and ω."""
+    data = json.dumps(instances.select("query_id", "doc_ids", "teacher_ranking").to_dicts()).encode()
+    omega = None if propensity is None else np.asarray(propensity, dtype=np.float64).tobytes()
+    return {"base_model": base_model, "spec": spec.__dict__, "data": hashlib.sha1(data).hexdigest(),
+            "omega": None if omega is None else hashlib.sha1(omega).hexdigest()}
+
+
+def claim_work_dir(work_dir: Path, fingerprint: dict) -> None:
+    """Keep ``work_dir``'s checkpoints only if they belong to this exact run; otherwise start afresh.
+
+    A rerun after a crash or preemption resumes; a rerun after the user changed the data, the base
+    model or any hyper-parameter must not resume from the old run's optimiser state.
+    """
+    import shutil
+
+    work_dir = Path(work_dir)
+    stamp = work_dir / "posbias_run.json"
+    wanted = json.dumps(fingerprint, sort_keys=True, default=str)
+    if work_dir.is_dir() and (not stamp.is_file() or stamp.read_text() != wanted):
+        log.info("checkpoints in %s belong to another run configuration; starting afresh", work_dir)
+        shutil.rmtree(work_dir)
+    work_dir.mkdir(parents=True, exist_ok=True)
+    stamp.write_text(wanted)
+
+
 def train(base_model: str, instances: pl.DataFrame, spec: TrainSpec, work_dir: Path, out_dir: Path,
           propensity: np.ndarray | None = None, device: str = "cpu") -> pl.DataFrame:
     """Train, resuming from the last checkpoint in ``work_dir`` if any; save the final model to ``out_dir``.
@@ -228,6 +256,8 @@ def train(base_model: str, instances: pl.DataFrame, spec: TrainSpec, work_dir: P
         dataloader_num_workers=0,
     )
     omega = torch.tensor(propensity, dtype=torch.float32) if propensity is not None else None
+    if int(os.environ.get("WORLD_SIZE", "1")) == 1:  # torchrun jobs are claimed once, by the launcher
+        claim_work_dir(work_dir, run_fingerprint(base_model, spec, instances, propensity))
     trainer = _trainer_class()(
         model=model, args=args, train_dataset=examples, data_collator=ListwiseCollator(tokenizer.pad_token_id),
         id_tokens=id_tokens, spec=spec, propensity=omega,
@@ -266,6 +296,10 @@ def launch_distributed(n_gpus: int, base_model: str, data: Path, spec: TrainSpec
     import subprocess
     import sys
 
+    from posbias import propensity, schemas
+
+    omega_array = propensity.from_frame(schemas.read(omega, "omega")) if omega is not None else None
+    claim_work_dir(work_dir, run_fingerprint(base_model, spec, schemas.read(data, "listwise"), omega_array))
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={n_gpus}",
            "-m", "posbias.training", "--base-model", base_model, "--data", str(data), "--spec",
            json.dumps(spec.__dict__), "--work-dir", str(work_dir), "--out-dir", str(out_dir), "--curve", str(curve)]
@@ -294,7 +328,7 @@ def main(argv: list[str] | None = None) -> None:
     omega = propensity.from_frame(schemas.read(args.omega, "omega")) if args.omega else None
     curve = train(args.base_model, schemas.read(args.data, "listwise"), TrainSpec(**json.loads(args.spec)),
                   args.work_dir, args.out_dir, omega, device="cuda" if torch.cuda.is_available() else "cpu")
-    if int(__import__("os").environ.get("RANK", "0")) == 0:
+    if int(os.environ.get("RANK", "0")) == 0:
         schemas.write(curve, args.curve, "loss_curve")
 
 

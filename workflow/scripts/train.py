@@ -19,7 +19,7 @@ with logged(sm.log[0], "train") as log:
     spec = TrainSpec(method=run["method"], seed=sm.params.seed, word_budget=sm.params.word_budget, **run["hyper"])
     work, out = Path(sm.params.checkpoints), Path(sm.output.model)
     if run["gpus"] > 1:
-        data = work / "instances.parquet"
+        data = work.with_name(f"{work.name}.instances.parquet")  # outside the work dir, which may be reset
         schemas.write(instances, data, "listwise")
         launch_distributed(run["gpus"], sm.params.base_path, data, spec, work, out,
                            Path(sm.input.omega[0]) if sm.input.omega else None, Path(sm.output.curve))
