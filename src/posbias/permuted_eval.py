@@ -78,3 +78,33 @@ def position_curve(reranked: dict[str, pl.DataFrame], first_stage: pl.DataFrame,
     return pl.DataFrame(rows, schema={"position": pl.Int32, "queries": pl.Int64, "ndcg10": pl.Float64,
                                       "target_ndcg10": pl.Float64, "target_mrr": pl.Float64,
                                       "target_rank": pl.Float64}).sort("position")
+
+
+def summarize(keys: dict[str, str], per_query: pl.DataFrame, reranked: dict[str, pl.DataFrame], curve: pl.DataFrame,
+              costs: pl.DataFrame, stats: list[dict]) -> pl.DataFrame:
+    """One RERANK_SUMMARY row: quality under original and shuffled orders, stability, curve ends, cost.
+
+    ``keys`` holds model, dataset, retriever and debias; ``costs`` the per-query cost tables of the
+    full-depth (original and shuffled) conditions; ``stats`` the per-condition stats records.
+    """
+    ndcg = dict(per_query.filter(pl.col("measure") == "nDCG@10").group_by("order").agg(pl.col("value").mean())
+                .iter_rows())
+    shuffled = [v for k, v in ndcg.items() if k.startswith("shuffled-")]
+    psi, _ = psi_over_shuffles(reranked)
+    values = curve["target_ndcg10"].to_list()
+    return pl.DataFrame([{
+        **keys,
+        "queries": per_query.filter(pl.col("order") == "original")["query_id"].n_unique(),
+        "ndcg10_original": ndcg.get("original", math.nan),
+        "ndcg10_shuffled_mean": float(np.mean(shuffled)) if shuffled else math.nan,
+        "ndcg10_shuffled_sd": float(np.std(shuffled, ddof=1)) if len(shuffled) > 1 else math.nan,
+        "shuffles": len(shuffled), "tau_psi": psi,
+        "curve_spread": (max(values) - min(values)) if values else math.nan,
+        "curve_first": values[0] if values else math.nan,
+        "curve_last": values[-1] if values else math.nan,
+        "windows": sum(s["windows"] for s in stats), "wall_seconds": sum(s["wall_seconds"] for s in stats),
+        "calls_per_query": costs["calls"].mean(), "prompt_tokens_per_query": costs["prompt_tokens"].mean(),
+        "seconds_per_query": costs["seconds"].mean(),
+        "parse_failures": sum(s.get("parse_failures", 0) for s in stats),
+        "missing_ids": sum(s.get("missing_ids", 0) for s in stats),
+    }])
