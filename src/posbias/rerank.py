@@ -14,6 +14,7 @@ import polars as pl
 from tqdm import tqdm
 
 from posbias import orders
+from posbias.data.collection import passage_texts
 from posbias.rerankers import Reranker, Window
 from posbias.windows import sliding_windows
 
@@ -54,7 +55,7 @@ def present_candidates(first_stage: pl.DataFrame, queries: pl.DataFrame, corpus:
 
     Queries are taken in id order (the first ``max_queries`` if set).
     """
-    texts = {d: f"{t} {x}".strip() for d, t, x in corpus.select("doc_id", "title", "text").iter_rows()}
+    texts = passage_texts(corpus)
     query_text = dict(queries.select("query_id", "text").iter_rows())
     top = first_stage.filter(pl.col("rank") <= depth).sort("query_id", "rank")
     candidates = dict(top.group_by("query_id", maintain_order=True).agg(pl.col("doc_id")).iter_rows())

@@ -3,6 +3,7 @@
 from pathlib import Path
 
 from posbias import schemas
+from posbias.data.collection import passage_texts
 from posbias.jobs import logged
 from posbias.models import build_tiny_causal_lm, build_tiny_masked_lm
 
@@ -10,7 +11,7 @@ sm = snakemake  # noqa: F821
 builders = {"masked_lm": build_tiny_masked_lm, "causal_lm": build_tiny_causal_lm}
 with logged(sm.log[0], "build_tiny_model") as log:
     corpus = schemas.read(sm.input.corpus, "corpus")
-    texts = [f"{t} {x}".strip() for t, x in corpus.select("title", "text").iter_rows()]
+    texts = list(passage_texts(corpus).values())
     sizes = {k: v for k, v in sm.params.tiny.items() if k != "train_on"}
     builders[sm.params.kind](texts, Path(sm.output[0]), seed=sm.params.seed, **sizes)
     log.info("built a tiny %s at %s from %d texts", sm.params.kind, sm.output[0], len(texts))

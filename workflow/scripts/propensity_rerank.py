@@ -1,6 +1,7 @@
 """Rerank every propensity sample (one window each) with the model whose bias is estimated."""
 
 from posbias import propensity, rerankers, schemas
+from posbias.data.collection import grades_by_query, passage_texts
 from posbias.jobs import logged
 from posbias.rerank import rerank
 
@@ -9,11 +10,8 @@ with logged(sm.log[0], "propensity_rerank") as log:
     sampled = schemas.read(sm.input.samples, "propensity_samples")
     queries = schemas.read(sm.input.queries, "queries")
     corpus = schemas.read(sm.input.corpus, "corpus")
-    grades: dict[str, dict[str, int]] = {}
-    for q, d, g in schemas.read(sm.input.qrels, "qrels").iter_rows():
-        grades.setdefault(q, {})[d] = g
-    texts = {d: f"{t} {x}".strip() for d, t, x in corpus.select("doc_id", "title", "text").iter_rows()}
-    lists = propensity.sample_lists(sampled, dict(queries.iter_rows()), texts)
+    grades = grades_by_query(schemas.read(sm.input.qrels, "qrels"))
+    lists = propensity.sample_lists(sampled, dict(queries.iter_rows()), passage_texts(corpus))
     reranker = rerankers.build(sm.params.model, sm.params.model_path, grades, sm.params.seed, sm.params.device,
                                sm.params.word_budget)
     run, _, cost = rerank(reranker, lists, window=sm.params.k, step=sm.params.k,

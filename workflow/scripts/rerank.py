@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 from posbias import orders, rerankers, schemas
+from posbias.data.collection import grades_by_query
 from posbias.jobs import logged
 from posbias.rerank import present_candidates, rerank
 from posbias.rerankers.debiased import wrap
@@ -14,10 +15,7 @@ from posbias.rerankers.debiased import wrap
 sm = snakemake  # noqa: F821
 exp, rr, seed = sm.params.experiment, sm.params.reranking, sm.params.seed
 with logged(sm.log[0], "rerank") as log:
-    qrels = schemas.read(sm.input.qrels, "qrels")
-    grades: dict[str, dict[str, int]] = {}
-    for q, d, g in qrels.select("query_id", "doc_id", "relevance").iter_rows():
-        grades.setdefault(q, {})[d] = g
+    grades = grades_by_query(schemas.read(sm.input.qrels, "qrels"))
     order = orders.parse(sm.wildcards.order)
     shown = present_candidates(
         schemas.read(sm.input.run, "run"), schemas.read(sm.input.queries, "queries"),

@@ -54,6 +54,19 @@ def queries_frame(query_ids: list, texts: list[str]) -> pl.DataFrame:
     )
 
 
+def passage_texts(corpus: pl.DataFrame) -> dict[str, str]:
+    """doc id -> "title text": what rerankers and indexes read as a passage."""
+    return {d: f"{t} {x}".strip() for d, t, x in corpus.select("doc_id", "title", "text").iter_rows()}
+
+
+def grades_by_query(qrels: pl.DataFrame) -> dict[str, dict[str, int]]:
+    """query id -> {doc id: grade}."""
+    grades: dict[str, dict[str, int]] = {}
+    for q, d, g in qrels.select("query_id", "doc_id", "relevance").iter_rows():
+        grades.setdefault(q, {})[d] = g
+    return grades
+
+
 def check(coll: Collection, source: str) -> Collection:
     """Reject unusable collections; warn about and drop qrels for unknown queries.
 
