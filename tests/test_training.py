@@ -103,12 +103,15 @@ def test_a_killed_run_resumes_from_its_checkpoint(setup, tmp_path):
     proc = subprocess.Popen(args + [str(tmp_path / "work"), str(tmp_path / "out")], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 240
-    while not (tmp_path / "work" / "checkpoint-4").is_dir() and time.time() < deadline and proc.poll() is None:
+    while not (tmp_path / "work" / "checkpoint-4" / "trainer_state.json").is_file() and time.time() < deadline \
+            and proc.poll() is None:
         time.sleep(0.2)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert (tmp_path / "work" / "checkpoint-4").is_dir() and not (tmp_path / "out").exists()
-    killed_at = max(int(p.name.split("-")[1]) for p in (tmp_path / "work").glob("checkpoint-*"))
+    from posbias.training import last_checkpoint
+
+    killed_at = int(Path(last_checkpoint(tmp_path / "work")).name.split("-")[1])
     assert killed_at < 10
     rerun = subprocess.run(args + [str(tmp_path / "work"), str(tmp_path / "out")], env=env, capture_output=True,
                            text=True, timeout=300)
@@ -159,6 +162,19 @@ def test_torchrun_launch_with_two_processes_on_cpu(setup, tmp_path):
                        None, tmp_path / "curve.parquet")
     assert (tmp_path / "out" / "model.safetensors").is_file()
     assert schemas.read(tmp_path / "curve.parquet", "loss_curve").height == 2
+
+
+def test_an_incomplete_newest_checkpoint_is_skipped(tmp_path):
+    from posbias.training import last_checkpoint
+
+    for step, complete in ((2, True), (4, True), (6, False)):
+        folder = tmp_path / f"checkpoint-{step}"
+        folder.mkdir()
+        (folder / "model.safetensors").write_bytes(b"x")
+        if complete:
+            (folder / "trainer_state.json").write_text("{}")
+    assert last_checkpoint(tmp_path) == str(tmp_path / "checkpoint-4")
+    assert last_checkpoint(tmp_path / "nothing") is None
 
 
 def test_checkpoints_of_another_configuration_are_not_resumed(tmp_path):

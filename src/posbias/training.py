@@ -188,9 +188,18 @@ def _trainer_class():
 
 
 def last_checkpoint(output_dir: Path) -> str | None:
-    from transformers.trainer_utils import get_last_checkpoint
+    """The newest *complete* checkpoint in ``output_dir``.
 
-    return get_last_checkpoint(str(output_dir)) if Path(output_dir).is_dir() else None
+    A job killed while a checkpoint was being written leaves a folder without its trainer state;
+    such folders are skipped, so the rerun resumes from the previous complete one.
+    """
+    folders = sorted((p for p in Path(output_dir).glob("checkpoint-*") if p.name.split("-")[-1].isdigit()),
+                     key=lambda p: int(p.name.split("-")[-1]), reverse=True) if Path(output_dir).is_dir() else []
+    for folder in folders:
+        if (folder / "trainer_state.json").is_file() and any(folder.glob("*.safetensors")):
+            return str(folder)
+        log.warning("skipping incomplete checkpoint %s", folder)
+    return None
 
 
 def run_fingerprint(base_model: str, spec: TrainSpec, instances: pl.DataFrame, propensity: np.ndarray | None) -> dict:
