@@ -7,7 +7,7 @@ import polars as pl
 import pytest
 
 from posbias import data
-from posbias.data import imported, irds, listwise, local, synthetic
+from posbias.data import imported, listwise, local, synthetic
 from posbias.errors import PosbiasError
 
 

@@ -4,7 +4,7 @@ import pytest
 
 from posbias import metrics, orders
 from posbias.rerank import Candidates, rerank
-from posbias.rerankers import Window, WindowResult
+from posbias.rerankers import WindowResult
 from posbias.rerankers.simulated import SimulatedReranker, prior
 from posbias.windows import sliding_windows
 

@@ -2,8 +2,6 @@
 
 from pathlib import Path
 
-import polars as pl
-
 from posbias import report, schemas
 from posbias.augment import position_rank_table
 from posbias.jobs import logged
