@@ -13,10 +13,13 @@ Results tree (git-ignored; see docs/architecture.md):
   results/propensity/{model}/{samples,reranked,omega}.parquet, omega.png
   results/train/{dataset}/{aug}.parquet, results/models/{trained}/, results/metrics/train/{trained}.parquet
   results/checkpoints/{trained}/ (trainer checkpoints; a rerun resumes from the last one)
+  results/silver/{dataset}/{teacher}/t{shuffles}.parquet   OC-SFT silver labels (view 0 + T teacher shuffles)
+  results/metrics/stability/{model}/{dataset}/{retriever}.parquet, results/tables/stability.md,
+  results/figures/bsc_curve.png                            quality vs decision stability, BSC@K
 logs/ and benchmarks/ hold one file per job.
 
 Stage targets: `snakemake data`, `snakemake retrieval`, `snakemake evaluation`, `snakemake reranking`,
-`snakemake propensity`, `snakemake training`.
+`snakemake propensity`, `snakemake training`, `snakemake ocsft`.
 """
 
 from snakemake.utils import min_version
@@ -40,6 +43,7 @@ include: "rules/evaluate.smk"
 include: "rules/rerank.smk"
 include: "rules/propensity.smk"
 include: "rules/train.smk"
+include: "rules/ocsft.smk"
 
 
 rule all:
@@ -50,6 +54,7 @@ rule all:
         rules.reranking.input,
         rules.propensity.input,
         rules.training.input,
+        rules.ocsft.input,
 
 
 onsuccess:

@@ -95,3 +95,32 @@ def experiment_outputs(wildcards, suffix):
         f"{prefix}/{order}/{wildcards.debias}.{suffix}"
         for order in pbconfig.orders_for(config, experiment, wildcards.debias)
     ]
+
+
+POINTWISE_EXPERIMENTS = [key for key in EXPERIMENTS if pbconfig.is_grades(config, key[0])]
+
+
+def stability_orders(wildcards):
+    """The canonical and shuffled orders of a pointwise experiment (position orders are not used)."""
+    experiment = EXPERIMENTS[(wildcards.model, wildcards.dataset, wildcards.retriever)]
+    return [o for o in pbconfig.orders_of(config, experiment) if not o.startswith("position-")]
+
+
+def stability_outputs(wildcards, suffix):
+    prefix = f"results/rerank/{wildcards.model}/{wildcards.dataset}/{wildcards.retriever}"
+    return [f"{prefix}/{order}/none.{suffix}" for order in stability_orders(wildcards)]
+
+
+def training_inputs(wildcards):
+    """The train rule's inputs: listwise instances (+ omega) or silver labels with queries and corpus."""
+    run = config["training"][wildcards.model]
+    inputs = {"base": reranker_model_input(run["base_model"])}
+    if run["method"] in pbconfig.POINTWISE_METHODS:
+        inputs["data"] = pbconfig.silver_path(config, run)
+        inputs["queries"] = f"results/data/{run['data']}/queries.parquet"
+        inputs["corpus"] = f"results/data/{run['data']}/corpus.parquet"
+    else:
+        inputs["data"] = f"results/train/{run['data']}/{run['aug']}.parquet"
+        if run["method"] in pbconfig.IPS_METHODS:
+            inputs["omega"] = f"results/propensity/{PROPENSITY['model']}/omega.parquet"
+    return inputs

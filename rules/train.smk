@@ -1,5 +1,7 @@
-# Stage `train`: augmented listwise training sets (noaug, randaug, posaug) and fine-tuned First models
-# (first, debiasfirst and the ablations rank, rank_ips, rank_ips_lm).
+# Stage `train`: augmented listwise training sets (noaug, randaug, posaug) and fine-tuned models:
+# First (first, debiasfirst and the ablations rank, rank_ips, rank_ips_lm) and the pointwise Grades
+# scorer (ocsft, single_order, order_averaged, perm_aug, debiasfirst_pointwise; silver labels from
+# rules/ocsft.smk).
 
 
 rule augment:
@@ -54,13 +56,7 @@ rule augmentation_report:
 
 rule train:
     input:
-        data=lambda w: f"results/train/{config['training'][w.model]['data']}/{config['training'][w.model]['aug']}.parquet",
-        base=lambda w: reranker_model_input(config["training"][w.model]["base_model"]),
-        omega=lambda w: (
-            [f"results/propensity/{PROPENSITY['model']}/omega.parquet"]
-            if config["training"][w.model]["method"] in pbconfig.IPS_METHODS
-            else []
-        ),
+        unpack(training_inputs),
     output:
         model=directory("results/models/{model}"),
         curve="results/metrics/train/{model}.parquet",
@@ -96,4 +92,7 @@ rule train:
 rule training:
     input:
         [f"results/models/{name}" for name in TRAINED],
-        expand("results/tables/augmentation_{dataset}.md", dataset=sorted({r["data"] for r in config["training"].values()})),
+        expand(
+            "results/tables/augmentation_{dataset}.md",
+            dataset=sorted({r["data"] for r in config["training"].values() if r["method"] not in pbconfig.POINTWISE_METHODS}),
+        ),

@@ -61,3 +61,39 @@ def test_grid_includes_imported_runs():
            "retrievers": {"rrf": {"kind": "rrf", "runs": ["imported:bm25", "imported:bm25"]}}}
     assert pbconfig.grid(cfg) == [("dl", "imported:bm25"), ("dl", "rrf")]
     assert pbconfig.retriever_kind(cfg, "imported:bm25") == "imported"
+
+
+def _validated(cfg):
+    from snakemake.utils import validate
+
+    validate(cfg, str(REPO / "config" / "schema.yaml"))  # fills the schema defaults, as the Snakefile does
+    return cfg
+
+
+def test_pointwise_training_cross_references():
+    cfg = _validated(copy.deepcopy(DEFAULT))
+    cfg["training"]["bad"] = {"method": "ocsft", "base_model": "tiny-first", "data": "synthetic-train", "gpus": 0,
+                              "hyper": {}}
+    with pytest.raises(ValueError, match="needs a base model in mode grades; 'tiny-first' is in mode 'first'"):
+        pbconfig.register_trained_models(cfg)
+    cfg = _validated(copy.deepcopy(DEFAULT))
+    cfg["training"]["tiny-ocsft"]["teacher"] = "sim-linear"
+    with pytest.raises(ValueError, match="teacher 'sim-linear' is neither 'qrels' nor a models entry in mode grades"):
+        pbconfig.register_trained_models(cfg)
+    cfg = _validated(copy.deepcopy(DEFAULT))
+    pbconfig.register_trained_models(cfg)
+    assert cfg["models"]["tiny-ocsft"]["mode"] == "grades"
+    run = cfg["training"]["tiny-ocsft"]
+    assert pbconfig.silver_path(cfg, run) == "results/silver/synthetic-train/qrels/t0.parquet"
+    assert pbconfig.silver_path(cfg, {**run, "method": "order_averaged"}).endswith("/t10.parquet")
+    cfg["ocsft"]["teacher"] = None
+    assert pbconfig.silver_teacher(cfg, run) == "tiny-grades"  # self-distillation by default
+
+
+def test_grades_experiments_take_no_listwise_debiasing():
+    cfg = _validated(copy.deepcopy(DEFAULT))
+    pbconfig.register_trained_models(cfg)
+    cfg["reranking"]["experiments"].append({"model": "sim-grades", "dataset": "synthetic", "retriever": "bm25",
+                                            "debias": ["none", "permsc@5"]})
+    with pytest.raises(ValueError, match="pointwise grades scorer"):
+        pbconfig.check_experiments(cfg)

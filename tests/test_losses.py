@@ -77,3 +77,41 @@ def test_lm_loss_and_joint():
     assert loss.item() == pytest.approx(expected.item(), rel=1e-5)
     assert joint_loss(torch.tensor(2.0), torch.tensor(3.0)).item() == 23.0
     assert joint_loss(torch.tensor(2.0), torch.tensor(3.0), 0.1, 1.0).item() == pytest.approx(3.2)
+
+
+def test_ocsft_loss_by_hand():
+    from posbias.losses import ocsft_loss
+
+    views = torch.tensor([[0.2, 0.8], [0.4, 0.6]])
+    target = torch.tensor([0.0, 1.0])
+    supervised = ((0.2 - 0.0) ** 2 + (0.8 - 1.0) ** 2) / 2  # view 0 only: 0.04
+    mean = torch.tensor([0.3, 0.7])
+    spread = sum(float(((v - mean) ** 2).mean()) for v in views)  # 0.01 + 0.01
+    assert float(ocsft_loss(views, target, 0.0)) == pytest.approx(supervised)
+    assert float(ocsft_loss(views, target, 5.0)) == pytest.approx(supervised + 5.0 * spread)
+    assert float(ocsft_loss(views, target, 5.0)) == pytest.approx(0.04 + 5 * 0.02)
+    # identical views add no penalty; lambda = 0 is the single-order loss on view 0 alone
+    assert float(ocsft_loss(views[:1].repeat(3, 1), target, 7.0)) == pytest.approx(supervised)
+    assert float(ocsft_loss(views, target, 0.0)) == pytest.approx(float(ocsft_loss(views[:1], target, 3.0)))
+    weight = torch.tensor([2.0, 0.0])
+    assert float(ocsft_loss(views, target, 0.0, weight)) == pytest.approx((2 * 0.04 + 0) / 2)
+    with pytest.raises(ValueError, match="N x B"):
+        ocsft_loss(views, torch.zeros(3), 1.0)
+
+
+def test_ocsft_gradient_reaches_every_view():
+    from posbias.losses import ocsft_loss
+
+    views = torch.tensor([[0.2, 0.8, 0.5], [0.4, 0.6, 0.1], [0.9, 0.3, 0.3]], requires_grad=True)
+    ocsft_loss(views, torch.tensor([0.0, 1.0, 0.5]), 2.0).backward()
+    assert all(float(g.abs().sum()) > 0 for g in views.grad)
+    views.grad = None
+    ocsft_loss(views, torch.tensor([0.0, 1.0, 0.5]), 0.0).backward()
+    assert float(views.grad[1:].abs().sum()) == 0.0  # unsupervised views get no gradient without the penalty
+
+
+def test_consistency_weight_warms_up_linearly():
+    from posbias.losses import consistency_weight
+
+    assert [consistency_weight(s, 5.0, 500) for s in (0, 100, 250, 500, 1000)] == [0.0, 1.0, 2.5, 5.0, 5.0]
+    assert consistency_weight(0, 3.0, 0) == 3.0

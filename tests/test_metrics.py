@@ -59,3 +59,32 @@ def test_tau_psi_rejects_mismatched_items():
         metrics.tau_psi([["a", "b"], ["a", "c"]])
     with pytest.raises(ValueError):
         metrics.tau_psi([["a", "b"]])
+
+
+def test_retention_jaccard_known_answers():
+    from posbias.metrics import retention_jaccard
+
+    canonical = {"q1": {"a": 0.9, "b": 0.8, "c": 0.1}, "q2": {"x": 0.7, "y": 0.2}}
+    relevant = {"q1": {"a", "b"}, "q2": {"x"}}
+    # order-invariant: every presentation scores like the canonical order -> Jaccard 1, perfect F1
+    same = {q: {d: [s] * 4 for d, s in docs.items()} for q, docs in canonical.items()}
+    out = retention_jaccard(canonical, relevant, same)
+    assert out["jaccard"] == 1.0 and out["f1"] == 1.0
+    assert 0.2 < out["threshold"] <= 0.7  # the highest threshold that keeps a, b and x
+    # one presentation drops b in q1: the 4 presentations give pairs (3 of 6 differ) with Jaccard 1/2
+    flip = {q: {d: list(v) for d, v in docs.items()} for q, docs in same.items()}
+    flip["q1"]["b"][0] = 0.0
+    out = retention_jaccard(canonical, relevant, flip)
+    assert out["jaccard"] == pytest.approx(((3 * 0.5 + 3 * 1.0) / 6 + 1.0) / 2)
+    # two empty retained sets count as 1
+    empty = {"q": {"a": 0.1, "b": 0.2}}
+    out = retention_jaccard(empty, {"q": set()}, {"q": {"a": [0.0, 0.0], "b": [0.0, 0.0]}})
+    assert out["jaccard"] == 1.0
+
+
+def test_retention_jaccard_ties_go_to_the_higher_threshold():
+    from posbias.metrics import retention_jaccard
+
+    # every threshold in (0.5, 1.0] retains only "a" = the relevant set: the highest grid point wins
+    out = retention_jaccard({"q": {"a": 1.0, "b": 0.0}}, {"q": {"a"}}, {"q": {"a": [1.0, 1.0], "b": [0.0, 0.0]}}, 5)
+    assert out["threshold"] == 1.0 and out["f1"] == 1.0

@@ -155,10 +155,9 @@ def test_torchrun_launch_with_two_processes_on_cpu(setup, tmp_path):
     from posbias import schemas
     from posbias.training import launch_distributed
 
-    schemas.write(listwise.head(8), tmp_path / "data.parquet", "listwise")
     spec = TrainSpec(method="first", learning_rate=1e-3, max_steps=2, batch_size=2, grad_accum=1, save_steps=100,
                      logging_steps=1)
-    launch_distributed(2, str(root / "base"), tmp_path / "data.parquet", spec, tmp_path / "work", tmp_path / "out",
+    launch_distributed(2, str(root / "base"), listwise.head(8), spec, tmp_path / "work", tmp_path / "out",
                        None, tmp_path / "curve.parquet")
     assert (tmp_path / "out" / "model.safetensors").is_file()
     assert schemas.read(tmp_path / "curve.parquet", "loss_curve").height == 2
@@ -186,3 +185,73 @@ def test_checkpoints_of_another_configuration_are_not_resumed(tmp_path):
     assert (tmp_path / "w" / "checkpoint-5").is_dir()  # same run: resume
     claim_work_dir(tmp_path / "w", {"lr": 2})
     assert not (tmp_path / "w" / "checkpoint-5").exists()  # changed run: start afresh
+
+
+@pytest.fixture(scope="module")
+def pointwise(setup):
+    """OC-SFT instances from qrels silver labels of the synthetic training queries' teacher lists."""
+    from posbias.data.collection import grades_by_query
+
+    coll = synthetic.generate(SPEC, "train")
+    grades = grades_by_query(coll.qrels)
+    rows = []
+    for rec in coll.listwise.iter_rows(named=True):
+        q = rec["query_id"]
+        rel = grades.get(q, {})
+        for w in range(2):
+            docs = rec["doc_ids"][w * 10:(w + 1) * 10]
+            texts = rec["texts"][w * 10:(w + 1) * 10]
+            rows.append({"query_id": q, "window": w, "query": rec["query"], "doc_ids": docs, "texts": texts,
+                         "targets": [min(rel.get(d, 0), 3) / 3 for d in docs]})
+    import polars as pl
+
+    return pl.DataFrame(rows)
+
+
+def _weights(path):
+    from safetensors.torch import load_file
+
+    return load_file(str(Path(path) / "model.safetensors"))
+
+
+def test_ocsft_trains_and_logs_both_terms(setup, pointwise, tmp_path):
+    root, _ = setup
+    spec = TrainSpec(method="ocsft", learning_rate=3e-3, max_steps=6, batch_size=4, grad_accum=1, save_steps=100,
+                     logging_steps=2, views=3, consistency=5.0, consistency_warmup=4)
+    curve = train(str(root / "base"), pointwise, spec, tmp_path / "work", tmp_path / "out")
+    assert curve.height == 3
+    assert curve["supervised_loss"].is_not_nan().all() and (curve["consistency_loss"] > 0).all()
+    assert curve["rank_loss"].is_nan().all()
+    from posbias.rerankers.lm import LMSpec as Spec
+    from posbias.scoring import GradesScorer
+
+    rec = pointwise.row(0, named=True)
+    scores = GradesScorer(Spec(str(tmp_path / "out"))).rank([Window(rec["query_id"], rec["query"], rec["doc_ids"],
+                                                                    rec["texts"])])[0].scores
+    assert len(scores) == 10 and all(0 <= s <= 1 for s in scores)
+
+
+def test_ocsft_with_lambda_zero_is_single_order(setup, pointwise, tmp_path):
+    root, _ = setup
+    common = {"learning_rate": 3e-3, "max_steps": 3, "batch_size": 4, "grad_accum": 1, "save_steps": 100,
+              "logging_steps": 1, "consistency": 0.0}
+    train(str(root / "base"), pointwise, TrainSpec(method="ocsft", **common), tmp_path / "w1", tmp_path / "ocsft")
+    train(str(root / "base"), pointwise, TrainSpec(method="single_order", **common), tmp_path / "w2", tmp_path / "single")
+    a, b = _weights(tmp_path / "ocsft"), _weights(tmp_path / "single")
+    base = _weights(root / "base")
+    assert any(not torch.equal(a[k], base[k]) for k in a)  # it trained
+    for k in a:
+        torch.testing.assert_close(a[k], b[k], atol=1e-5, rtol=1e-4)
+
+
+def test_view_orders_per_method():
+    from posbias.ocsft import view_orders
+
+    identity = list(range(6))
+    views = view_orders("ocsft", 6, 3, 0, "q", 0, 0)
+    assert views[0] == identity and len(views) == 3 and all(sorted(v) == identity for v in views)
+    assert views != view_orders("ocsft", 6, 3, 0, "q", 0, 1)  # a new epoch, new views
+    assert views == view_orders("ocsft", 6, 3, 0, "q", 0, 0)  # seeded
+    assert view_orders("single_order", 6, 3, 0, "q", 0, 0) == [identity]
+    perm = view_orders("perm_aug", 20, 2, 0, "q", 0, 0)
+    assert len(perm) == 1 and perm[0] != list(range(20))

@@ -56,7 +56,8 @@ def test_default_workflow_end_to_end(workdir, shared_data):
     assert listwise.height == 300
     # reranking: the tiny model (First and generation) and the simulated reranker on DL19, with debiasing
     summary = pl.concat([pl.read_parquet(p) for p in (workdir / "results" / "metrics" / "rerank").rglob("*.summary.parquet")])
-    assert set(summary["model"]) == {"tiny-first", "tiny-gen", "sim-linear", "tiny-first-ft", "tiny-debiasfirst"}
+    assert set(summary["model"]) == {"tiny-first", "tiny-gen", "sim-linear", "tiny-first-ft", "tiny-debiasfirst",
+                                     "tiny-ocsft", "tiny-single-order", "sim-grades"}
     sim = {r["debias"]: r for r in summary.filter(pl.col("model") == "sim-linear").to_dicts()}
     assert set(sim) == {"none", "permsc@10", "capcal", "bsc@10"}
     assert sim["none"]["dataset"] == "dl19" and sim["none"]["queries"] == 43 and sim["none"]["shuffles"] == 10
@@ -85,6 +86,21 @@ def test_default_workflow_end_to_end(workdir, shared_data):
         assert curve.height == 6 and curve["lm_loss"].is_not_nan().all()
     figure = workdir / "results" / "figures" / "position_curve.png"
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and figure.stat().st_size > 10_000
+    # OC-SFT branch: qrels silver labels, ocsft and single_order trained, the quality-vs-stability table
+    silver = pl.read_parquet(workdir / "results" / "silver" / "synthetic-train" / "qrels" / "t0.parquet")
+    assert silver["query_id"].n_unique() == 50 and silver.height == 50 * 40
+    ocsft = pl.read_parquet(workdir / "results" / "metrics" / "train" / "tiny-ocsft.parquet")
+    assert (ocsft["consistency_loss"] > 0).any() and ocsft["supervised_loss"].is_not_nan().all()
+    single = pl.read_parquet(workdir / "results" / "metrics" / "train" / "tiny-single-order.parquet")
+    assert (single["consistency_loss"] == 0).all()
+    stab = pl.concat([pl.read_parquet(p) for p in (workdir / "results" / "metrics" / "stability").rglob("*.parquet")])
+    assert set(stab["model"]) == {"tiny-ocsft", "tiny-single-order", "sim-grades"}
+    sim = {r["k"]: r for r in stab.filter(pl.col("model") == "sim-grades").to_dicts()}
+    assert sim[1]["presentations"] == 10 and 0.05 < sim[1]["tau_psi"] and sim[1]["jaccard"] < 0.9
+    assert sim[5]["jaccard"] > sim[1]["jaccard"]  # BSC over 5 shuffles steadies the retained set
+    table = (workdir / "results" / "tables" / "stability.md").read_text()
+    assert "| tiny-ocsft | synthetic | bm25 | 20 |" in table and "| sim-grades | dl19 | imported:bm25 | 43 |" in table
+    assert (workdir / "results" / "figures" / "bsc_curve.png").stat().st_size > 10_000
     # every job left a log and a benchmark
     n_logs = len(list((workdir / "logs").rglob("*.log")))
     assert n_logs >= 140 and len(list((workdir / "benchmarks").rglob("*.tsv"))) == n_logs
@@ -169,3 +185,15 @@ def test_paper_preset_plans_the_whole_dag(workdir):
     assert counts["train"] == 10  # first, debiasfirst and the eight ablation cells
     assert counts["propensity_rerank"] == 1 and counts["augment"] == 3
     assert counts["rerank"] > 400 and counts["rerank_tables"] == 1
+
+
+def test_ocsft_paper_preset_plans_the_whole_dag(workdir):
+    out = snakemake(workdir, "-n", "--quiet", "rules", configfile=REPO / "config" / "paper" / "ocsft.yaml")
+    text = out.stdout + out.stderr
+    assert out.returncode == 0, text[-3000:]
+    counts = {line.split()[0]: int(line.split()[1]) for line in text.splitlines()
+              if len(line.split()) == 2 and line.split()[1].isdigit()}
+    assert counts["train"] == 5  # ocsft and its four baselines
+    assert counts["silver_labels"] == 2  # self-distilled: first-stage order, and 10 shuffles for two baselines
+    assert counts["stability"] == 12 and counts["stability_table"] == 1
+    assert counts["rerank"] == 12 * (1 + 100 + 20)

@@ -162,6 +162,9 @@ def check_experiments(config: dict) -> None:
             raise ValueError(f"config: {where}.dataset {e['dataset']!r} is not a datasets entry")
         if e["retriever"] not in dataset_retrievers(config, e["dataset"]):
             raise ValueError(f"config: {where}.retriever {e['retriever']!r} is not run on dataset {e['dataset']!r}")
+        if model.get("mode") == "grades" and set(e.get("debias", ["none"]) + e.get("position_debias", ["none"])) != {"none"}:
+            raise ValueError(f"config: {where}: {e['model']!r} is a pointwise grades scorer; its debiasing (BSC@K) "
+                             "is computed by the stability stage, so leave `debias` out")
         if experiment_key(e) in seen:
             raise ValueError(f"config: {where} repeats model/dataset/retriever {experiment_key(e)}")
         seen.add(experiment_key(e))
@@ -171,6 +174,27 @@ def check_experiments(config: dict) -> None:
 
 
 IPS_METHODS = ("debiasfirst", "rank_ips", "rank_ips_lm")
+POINTWISE_METHODS = ("ocsft", "single_order", "order_averaged", "perm_aug", "debiasfirst_pointwise")
+SHUFFLED_SILVER_METHODS = ("order_averaged", "debiasfirst_pointwise")
+
+
+def silver_teacher(config: dict, run: dict) -> str:
+    """The teacher of a pointwise run: its own ``teacher``, else ``ocsft.teacher``, else its base model."""
+    return run.get("teacher") or config.get("ocsft", {}).get("teacher") or run["base_model"]
+
+
+def silver_shuffles(config: dict, run: dict) -> int:
+    """Teacher shuffles T a pointwise run needs (0: first-stage order only)."""
+    return config["ocsft"]["shuffles"] if run["method"] in SHUFFLED_SILVER_METHODS else 0
+
+
+def silver_path(config: dict, run: dict) -> str:
+    return f"results/silver/{run['data']}/{silver_teacher(config, run)}/t{silver_shuffles(config, run)}.parquet"
+
+
+def is_grades(config: dict, model: str) -> bool:
+    spec = config["models"].get(model, {})
+    return spec.get("mode") == "grades"
 
 
 def listwise_datasets(config: dict) -> list[str]:
@@ -180,7 +204,7 @@ def listwise_datasets(config: dict) -> list[str]:
 
 
 def register_trained_models(config: dict) -> None:
-    """Make every ``training`` entry a causal_lm model (First mode) at ``results/models/<name>``.
+    """Make every ``training`` entry a causal_lm model at ``results/models/<name>``, in its base's mode.
 
     Raises ValueError with one line on a bad cross-reference.
     """
@@ -189,7 +213,19 @@ def register_trained_models(config: dict) -> None:
         base = config["models"].get(run["base_model"])
         if base is None or base["kind"] != "causal_lm":
             raise ValueError(f"{where}.base_model {run['base_model']!r} is not a models entry of kind causal_lm")
-        if run["data"] not in listwise_datasets(config):
+        pointwise = run["method"] in POINTWISE_METHODS
+        if pointwise != (base.get("mode") == "grades"):
+            raise ValueError(f"{where}: method {run['method']!r} needs a base model in mode "
+                             f"{'grades' if pointwise else 'first'}; {run['base_model']!r} is in mode {base.get('mode')!r}")
+        if pointwise:
+            teacher = silver_teacher(config, run)
+            if teacher != "qrels" and not (teacher in config["models"] and is_grades(config, teacher)):
+                raise ValueError(f"{where}: silver-label teacher {teacher!r} is neither 'qrels' nor a models entry in mode grades")
+            if run["data"] not in config["datasets"]:
+                raise ValueError(f"{where}.data {run['data']!r} is not a datasets entry")
+            if config["ocsft"]["retriever"] not in dataset_retrievers(config, run["data"]):
+                raise ValueError(f"{where}: ocsft.retriever {config['ocsft']['retriever']!r} is not run on {run['data']!r}")
+        elif run["data"] not in listwise_datasets(config):
             raise ValueError(f"{where}.data {run['data']!r} has no listwise training instances "
                              "(use a `listwise` dataset or a synthetic `train` split)")
         if run["method"] in IPS_METHODS and not config.get("propensity", {}).get("model"):
@@ -197,8 +233,8 @@ def register_trained_models(config: dict) -> None:
         if name in config["models"]:
             raise ValueError(f"{where}: the name is already a models entry; trained models need their own names")
         config["models"][name] = {**{k: base[k] for k in ("dtype", "max_context", "attn_implementation",
-                                                         "trust_remote_code", "batch_size")},
-                                  "kind": "causal_lm", "mode": "first", "path": f"results/models/{name}",
+                                                         "trust_remote_code", "batch_size", "grade_window") if k in base},
+                                  "kind": "causal_lm", "mode": base["mode"], "path": f"results/models/{name}",
                                   "trained": True}
     prop = config.get("propensity", {})
     if prop.get("model"):

@@ -1,10 +1,12 @@
-"""Training losses of the DebiasFirst family (torch, autograd).
+"""Training losses of the DebiasFirst and OC-SFT families (torch, autograd).
 
 - :func:`first_rank_loss`: FIRST's weighted RankNet over the first-token identifier logits.
 - :func:`rank_ips_loss`: the same with each pair term divided by the propensities of both passages
   (inverse propensity scoring, DebiasFirst); a uniform ω gives exactly :func:`first_rank_loss`.
 - :func:`lm_loss`: token-mean negative log-likelihood of the target ``[B] > [A] > …``.
 - :func:`joint_loss`: rank_weight · L_rank + lm_weight · L_LM.
+- :func:`ocsft_loss`: OC-SFT's supervised regression on one view plus λ × the order-consistency
+  penalty over N views, with :func:`consistency_weight` as its linear λ warm-up.
 
 On the joint weights: the DebiasFirst paper writes L = λ·L_Rank-IPS + L_LM with λ = 0.1, while
 FIRST's reference training code computes 10·L_rank + L_LM. Read literally these differ: the first
@@ -96,3 +98,30 @@ def lm_loss(logits: torch.Tensor, labels: torch.Tensor, ignore_index: int = -100
 def joint_loss(rank: torch.Tensor, lm: torch.Tensor, rank_weight: float = 10.0, lm_weight: float = 1.0) -> torch.Tensor:
     """rank_weight · L_rank + lm_weight · L_LM (defaults reproduce FIRST's reference code)."""
     return rank_weight * rank + lm_weight * lm
+
+
+def ocsft_loss(view_scores: torch.Tensor, target: torch.Tensor, lam: float,
+               weight: torch.Tensor | None = None) -> torch.Tensor:
+    """OC-SFT for one window: mean_d w(d)·(s₁(d) − ỹ(d))² + λ · Σ_i mean_d (s_i(d) − s̄(d))².
+
+    ``view_scores`` is N × B: the scores of N presentations of the same B documents, aligned back
+    to one document order; only view 0 is supervised (more views add no labelling cost). ``target``
+    (B) holds the silver labels ỹ; s̄ is the mean over views. ``weight`` (B, default 1) weights the
+    supervised term per document (the inverse slot propensity of ``debiasfirst_pointwise``).
+    With λ = 0 (or N = 1) this is the single-order regression loss.
+    """
+    if view_scores.dim() != 2 or view_scores.shape[1] != target.shape[-1]:
+        raise ValueError(f"view_scores must be N x B with B = {target.shape[-1]}, got {tuple(view_scores.shape)}")
+    error = (view_scores[0] - target.to(view_scores.dtype)) ** 2
+    supervised = (error * weight.to(error.dtype)).mean() if weight is not None else error.mean()
+    if lam == 0 or view_scores.shape[0] == 1:
+        return supervised
+    spread = ((view_scores - view_scores.mean(0, keepdim=True)) ** 2).mean(1).sum()
+    return supervised + lam * spread
+
+
+def consistency_weight(step: int, lam: float, warmup_steps: int) -> float:
+    """λ at optimiser step ``step``: rises linearly from 0 to ``lam`` over ``warmup_steps``, then stays."""
+    if warmup_steps <= 0:
+        return lam
+    return lam * min(1.0, step / warmup_steps)

@@ -87,3 +87,55 @@ def tau_psi(rankings: Sequence[Sequence[str]]) -> float:
         positions.append([where[doc] for doc in items])
     taus = [kendalltau(a, b).statistic for a, b in combinations(positions, 2)]
     return (1.0 - sum(taus) / len(taus)) / 2.0
+
+
+def _set_f1(retained: set[str], relevant: set[str]) -> float:
+    if not retained and not relevant:
+        return 1.0
+    return 2.0 * len(retained & relevant) / (len(retained) + len(relevant))
+
+
+def _jaccard(a: set[str], b: set[str]) -> float:
+    return 1.0 if not a and not b else len(a & b) / len(a | b)
+
+
+def retention_jaccard(canonical_scores: dict[str, dict[str, float]], relevant: dict[str, set[str]],
+                      scores_over_perms: dict[str, dict[str, list[float]]], grid_points: int = 41) -> dict:
+    """Decision stability of a pointwise scorer that keeps every document scoring ≥ a threshold.
+
+    The threshold τ* is chosen on the canonical order: over a grid of ``grid_points`` evenly spaced
+    values between the lowest and highest pooled canonical score, the one with the highest mean
+    per-query set-F1 of {d : score ≥ τ} against ``relevant`` (ties go to the higher threshold; a
+    query with neither retained nor relevant documents has F1 = 1). Each query's M presentations
+    (``scores_over_perms[q][d][m]``) then give M retained sets; the result's ``jaccard`` is the mean
+    over queries of their mean pairwise Jaccard (two empty sets count as 1), ``f1`` the mean F1 at τ*.
+
+    Queries are those of ``canonical_scores`` that also appear in ``scores_over_perms``.
+    """
+    import numpy as np
+
+    queries = sorted(q for q in canonical_scores if q in scores_over_perms and canonical_scores[q])
+    if not queries:
+        raise ValueError("retention_jaccard: no query has both canonical scores and permuted scores")
+    pooled = np.array([s for q in queries for s in canonical_scores[q].values()], dtype=float)
+    grid = np.linspace(pooled.min(), pooled.max(), grid_points)
+    best_tau, best_f1 = grid[-1], -1.0
+    for tau in grid:  # ascending, so ">=" keeps the higher threshold on ties
+        f1 = float(np.mean([_set_f1({d for d, s in canonical_scores[q].items() if s >= tau}, relevant.get(q, set()))
+                            for q in queries]))
+        if f1 >= best_f1:
+            best_tau, best_f1 = float(tau), f1
+    per_query = []
+    presentations = None
+    for q in queries:
+        perms = scores_over_perms[q]
+        m = {len(v) for v in perms.values()}
+        if len(m) != 1:
+            raise ValueError(f"retention_jaccard: query {q} has documents scored in different numbers of presentations")
+        presentations = m.pop()
+        retained = [{d for d, v in perms.items() if v[i] >= best_tau} for i in range(presentations)]
+        if presentations >= 2:
+            per_query.append(float(np.mean([_jaccard(a, b) for a, b in combinations(retained, 2)])))
+    return {"threshold": best_tau, "f1": best_f1,
+            "jaccard": float(np.mean(per_query)) if per_query else float("nan"),
+            "queries": len(queries), "presentations": presentations}

@@ -1,4 +1,5 @@
-"""The listwise prompt: RankZephyr / FIRST format with letter identifiers [A] … [T].
+"""The prompts: listwise RankZephyr / FIRST format with letter identifiers [A] … [T], and the
+batched pointwise "Grades:" format of OC-SFT with numbered documents [1] … [B].
 
 The wording follows the prompt of RankZephyr (Pradeep et al., 2023, rank_llm's ``RankListwiseOSLLM``
 with alphabetical identifiers, ``--use_alpha``), which the released FIRST checkpoint
@@ -47,6 +48,19 @@ def user_message(query: str, passages: list[str]) -> str:
     return head + body + tail
 
 
+def grades_message(query: str, passages: list[str]) -> str:
+    """The batched pointwise instruction (OC-SFT): numbered documents, one 0–3 grade each, no ranking."""
+    n = len(passages)
+    body = "".join(f"[{i}] {text}\n" for i, text in enumerate(passages, start=1))
+    return (
+        f"I will provide you with {n} documents, each indicated by a numerical identifier []. "
+        f"Grade the relevance of each document to the search query: {query}.\n\n{body}"
+        f"\nSearch Query: {query}.\nGive each of the {n} documents one integer relevance grade: 0 (irrelevant), "
+        "1 (related), 2 (relevant) or 3 (perfectly relevant). Do not rank the documents and do not explain; "
+        "fill in the grades."
+    )
+
+
 def truncate_words(text: str, budget: int) -> tuple[str, bool]:
     words = text.split()
     if len(words) <= budget:
@@ -63,12 +77,16 @@ class Prompt:
 
 
 def render(tokenizer, query: str, passages: list[str], word_budget: int = 300, max_tokens: int | None = None,
-           answer_prefix: str = "") -> Prompt:
-    """The full prompt text up to the assistant's answer (plus ``answer_prefix``), fitted to ``max_tokens``."""
+           answer_prefix: str = "", message=user_message) -> Prompt:
+    """The full prompt text up to the assistant's answer (plus ``answer_prefix``), fitted to ``max_tokens``.
+
+    ``message(query, passages)`` writes the user turn: :func:`user_message` (listwise ranking) or
+    :func:`grades_message` (batched pointwise grading).
+    """
     budget = word_budget
     while True:
         cut = [truncate_words(p, budget) for p in passages]
-        user = user_message(query, [c[0] for c in cut])
+        user = message(query, [c[0] for c in cut])
         if getattr(tokenizer, "chat_template", None):
             text = tokenizer.apply_chat_template(
                 [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}],

@@ -99,18 +99,57 @@ def augmentation_figure(tables: dict[str, pl.DataFrame], path: str | Path) -> No
 
 
 def loss_figure(curve: pl.DataFrame, path: str | Path, title: str) -> None:
-    """Training loss (total, rank part, LM part) against the optimiser step."""
+    """Training loss (total and its logged parts) against the optimiser step."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 3.5), constrained_layout=True)
-    for column in ("loss", "rank_loss", "lm_loss"):
+    for column in ("loss", "rank_loss", "lm_loss", "supervised_loss", "consistency_loss"):
         if curve.height and curve[column].is_not_nan().any():
             ax.plot(curve["step"], curve[column], marker=".", label=column)
     ax.set(xlabel="step", ylabel="loss", title=title)
     ax.grid(alpha=0.3)
     ax.legend()
     fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def stability_table(stability: pl.DataFrame, train_seconds: dict[str, float]) -> str:
+    """Markdown: quality vs stability per pointwise model (K = 1: the plain model), then every BSC@K row."""
+    lines = ["| model | dataset | retriever | queries | nDCG@10 canonical | nDCG@10 shuffled | τ-PSI (M) "
+             "| retention Jaccard | F1 at τ* | τ* | training s |", "|" + "---|" * 11]
+    plain = stability.filter(pl.col("k") == 1).sort("dataset", "model")
+    for r in plain.iter_rows(named=True):
+        seconds = train_seconds.get(r["model"])
+        lines.append(
+            f"| {r['model']} | {r['dataset']} | {r['retriever']} | {r['queries']} | {_fmt(r['ndcg10_canonical'])} | "
+            f"{_fmt(r['ndcg10'])} | {_fmt(r['tau_psi'])} ({r['presentations']}) | {_fmt(r['jaccard'])} | "
+            f"{_fmt(r['f1'])} | {_fmt(r['threshold'], 3)} | {_fmt(seconds, 0) if seconds is not None else '–'} |")
+    lines += ["", "BSC@K: mean score over K shuffles, then sorted; presentations = disjoint groups of K shuffles.", "",
+              "| model | dataset | K | presentations | nDCG@10 | τ-PSI | retention Jaccard | calls/query |",
+              "|" + "---|" * 8]
+    for r in stability.sort("dataset", "model", "k").iter_rows(named=True):
+        lines.append(f"| {r['model']} | {r['dataset']} | {r['k']} | {r['presentations']} | {_fmt(r['ndcg10'])} | "
+                     f"{_fmt(r['tau_psi'])} | {_fmt(r['jaccard'])} | {_fmt(r['calls_per_query'], 1)} |")
+    return "\n".join(lines) + "\n"
+
+
+def bsc_figure(stability: pl.DataFrame, path: str | Path) -> None:
+    """nDCG@10, τ-PSI and retention Jaccard of BSC@K against K, one line per model."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), constrained_layout=True)
+    for (model, dataset), group in stability.sort("k").group_by(["model", "dataset"], maintain_order=True):
+        for ax, column in zip(axes, ("ndcg10", "tau_psi", "jaccard")):
+            ax.plot(group["k"], group[column], marker="o", ms=3, label=f"{model} · {dataset}")
+    for ax, title in zip(axes, ("nDCG@10", "τ-PSI (lower = more stable)", "retention Jaccard (higher = more stable)")):
+        ax.set(xlabel="K (shuffles averaged)", title=title)
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=7)
+    fig.savefig(path, dpi=120)
     plt.close(fig)

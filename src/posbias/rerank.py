@@ -1,8 +1,10 @@
-"""Sliding-window listwise reranking of candidate lists with any :class:`~posbias.rerankers.Reranker`.
+"""Reranking candidate lists with any :class:`~posbias.rerankers.Reranker`, listwise or pointwise.
 
-Windows of different queries are batched round by round: round t holds every query's t-th window
-(back to front, :func:`posbias.windows.sliding_windows`), and each window's result is written back
-into its query's list before that query's next window is formed.
+Listwise models rank sliding windows: windows of different queries are batched round by round;
+round t holds every query's t-th window (back to front, :func:`posbias.windows.sliding_windows`),
+and each window's result is written back into its query's list before that query's next window is
+formed. Pointwise scorers (``reranker.pointwise``, e.g. the Grades scorer) score contiguous windows
+of ``window`` documents in the given order, and the whole list is sorted by score.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from tqdm import tqdm
 
 from posbias import orders
 from posbias.data.collection import passage_texts
+from posbias.runs import strictly_decreasing
 from posbias.rerankers import Reranker, Window
 from posbias.windows import sliding_windows
 
@@ -77,12 +80,18 @@ def present_candidates(first_stage: pl.DataFrame, queries: pl.DataFrame, corpus:
     return out
 
 
+def chunks(n: int, window: int) -> list[tuple[int, int]]:
+    """Contiguous windows [start, end) of ``window`` items covering 0 … n−1 in order."""
+    return [(start, min(start + window, n)) for start in range(0, n, window)]
+
+
 def rerank(reranker: Reranker, lists: list[Candidates], window: int = 20, step: int = 10,
            batch_size: int = 8) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """Rerank every list; returns (run, window log, per-query cost).
 
-    The run has rank-derived scores (n − rank + 1), since window scores are not comparable across
-    windows. The window log has one row per passage per window: query_id, window, start, end,
+    Listwise: the run has rank-derived scores (n − rank + 1), since window scores are not
+    comparable across windows. Pointwise: the run carries the model's scores (ties keep the
+    presentation order), and ``step`` is ignored. The window log has one row per passage per window: query_id, window, start, end,
     input_position (0-based within the window), doc_id, score (null for models without scores),
     output_rank (0-based within the window). The cost table has, per query, the windows reranked,
     the model calls and prompt tokens spent on them (from each window's stats), and wall seconds:
@@ -92,7 +101,10 @@ def rerank(reranker: Reranker, lists: list[Candidates], window: int = 20, step: 
     current = {c.name: list(c.doc_ids) for c in lists}
     if len(current) != len(lists):
         raise ValueError("two candidate lists share a name; give repeated queries distinct keys")
-    plans = {c.name: sliding_windows(len(c.doc_ids), window, step) for c in lists}
+    pointwise = getattr(reranker, "pointwise", False)
+    plans = {c.name: (chunks if pointwise else lambda n, w: sliding_windows(n, w, step))(len(c.doc_ids), window)
+             for c in lists}
+    scored: dict[str, dict[str, float]] = {qid: {} for qid in current}
     by_id = {c.name: c for c in lists}
     log: dict[str, list] = {k: [] for k in ("query_id", "window", "start", "end", "input_position", "doc_id",
                                             "score", "output_rank")}
@@ -121,7 +133,10 @@ def rerank(reranker: Reranker, lists: list[Candidates], window: int = 20, step: 
                     c["prompt_tokens"] += res.stats.get("prompt_tokens", 0)
                     c["seconds"] += elapsed * share
                 for (qid, (start, end)), win, res in zip(chunk, windows, results):
-                    current[qid][start:end] = [win.doc_ids[i] for i in res.order]
+                    if pointwise:
+                        scored[qid].update(zip(win.doc_ids, res.scores))
+                    else:
+                        current[qid][start:end] = [win.doc_ids[i] for i in res.order]
                     out_rank = {i: r for r, i in enumerate(res.order)}
                     for pos, doc in enumerate(win.doc_ids):
                         log["query_id"].append(qid)
@@ -133,9 +148,17 @@ def rerank(reranker: Reranker, lists: list[Candidates], window: int = 20, step: 
                         log["score"].append(None if res.scores is None else float(res.scores[pos]))
                         log["output_rank"].append(out_rank[pos])
                 bar.update(len(chunk))
-    run_rows = [(qid, doc, r + 1, float(len(docs) - r)) for qid, docs in current.items() for r, doc in enumerate(docs)]
+    if pointwise:
+        for qid, docs in current.items():
+            docs.sort(key=lambda d: -scored[qid][d])  # stable: ties keep the presentation order
+        run_rows = [(qid, doc, r + 1, float(scored[qid][doc])) for qid, docs in current.items()
+                    for r, doc in enumerate(docs)]
+    else:
+        run_rows = [(qid, doc, r + 1, float(len(docs) - r)) for qid, docs in current.items()
+                    for r, doc in enumerate(docs)]
     run = pl.DataFrame(run_rows, schema={"query_id": pl.String, "doc_id": pl.String, "rank": pl.Int32,
                                          "score": pl.Float64}, orient="row")
+    run = run.with_columns(score=pl.Series(strictly_decreasing(run["score"].to_numpy(), run["query_id"].to_numpy())))
     window_log = pl.DataFrame(log, schema={"query_id": pl.String, "window": pl.Int32, "start": pl.Int32,
                                            "end": pl.Int32, "input_position": pl.Int32, "doc_id": pl.String,
                                            "score": pl.Float64, "output_rank": pl.Int32})

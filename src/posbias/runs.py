@@ -34,12 +34,17 @@ def canonical(run: pl.DataFrame, depth: int | None = None) -> pl.DataFrame:
     frame = frame.with_columns(rank=pl.int_range(1, pl.len() + 1).over("query_id").cast(pl.Int32))
     if depth is not None:
         frame = frame.filter(pl.col("rank") <= depth)
-    scores = frame["score"].to_numpy().copy()
-    queries = frame["query_id"].to_numpy()
+    scores = strictly_decreasing(frame["score"].to_numpy(), frame["query_id"].to_numpy())
+    return frame.with_columns(score=pl.Series(scores)).select("query_id", "doc_id", "rank", "score")
+
+
+def strictly_decreasing(scores: np.ndarray, queries: np.ndarray) -> np.ndarray:
+    """Scores already in rank order, with each tie nudged just below its predecessor (per query)."""
+    scores = np.array(scores, dtype=np.float64)
     for i in range(1, len(scores)):
         if queries[i] == queries[i - 1] and scores[i] >= scores[i - 1]:
             scores[i] = np.nextafter(scores[i - 1], -np.inf)
-    return frame.with_columns(score=pl.Series(scores)).select("query_id", "doc_id", "rank", "score")
+    return scores
 
 
 def write_trec(run: pl.DataFrame, path: str | os.PathLike, tag: str) -> None:

@@ -153,7 +153,50 @@ LOSS_CURVE = pa.schema(
         ("loss", pa.float64()),
         ("rank_loss", pa.float64()),
         ("lm_loss", pa.float64()),
+        ("supervised_loss", pa.float64()),
+        ("consistency_loss", pa.float64()),
         ("learning_rate", pa.float64()),
+    ]
+)
+# OC-SFT: the teacher's scores of contiguous B-document windows, view 0 = first-stage order and views
+# 1 … T = seeded shuffles of the top-depth, re-chunked; slot is the 0-based position in the window.
+SILVER = pa.schema(
+    [
+        ("query_id", pa.string()),
+        ("doc_id", pa.string()),
+        ("view", pa.int32()),
+        ("window", pa.int32()),
+        ("slot", pa.int32()),
+        ("score", pa.float64()),
+    ]
+)
+# OC-SFT training instances: one canonical window each, with the silver target per document.
+POINTWISE = pa.schema(
+    [
+        ("query_id", pa.string()),
+        ("window", pa.int32()),
+        ("query", pa.string()),
+        ("doc_ids", pa.list_(pa.string())),
+        ("texts", pa.list_(pa.string())),
+        ("targets", pa.list_(pa.float64())),
+    ]
+)
+# Decision stability of a pointwise scorer: one row per (method, K) of BSC@K; K = 1 is the plain model.
+STABILITY = pa.schema(
+    [
+        ("model", pa.string()),
+        ("dataset", pa.string()),
+        ("retriever", pa.string()),
+        ("k", pa.int32()),
+        ("presentations", pa.int64()),
+        ("queries", pa.int64()),
+        ("ndcg10_canonical", pa.float64()),
+        ("ndcg10", pa.float64()),
+        ("tau_psi", pa.float64()),
+        ("jaccard", pa.float64()),
+        ("threshold", pa.float64()),
+        ("f1", pa.float64()),
+        ("calls_per_query", pa.float64()),
     ]
 )
 
@@ -174,6 +217,9 @@ SCHEMAS: dict[str, pa.Schema] = {
     "transitions": TRANSITIONS,
     "omega": OMEGA,
     "loss_curve": LOSS_CURVE,
+    "silver": SILVER,
+    "pointwise": POINTWISE,
+    "stability": STABILITY,
 }
 
 

@@ -12,6 +12,9 @@ Methods (the ``method`` wildcard): ``first`` (rank + LM), ``debiasfirst`` (rank-
 ``rank``, ``rank_ips``, ``rank_ips_lm`` (ablations; ``rank_ips_lm`` is DebiasFirst's objective
 on whatever augmentation it is paired with).
 
+The pointwise family (OC-SFT and its baselines, :mod:`posbias.ocsft`) runs through the same
+``Trainer`` subclass with its own collator and loss; see :data:`posbias.ocsft.POINTWISE_METHODS`.
+
 Everything else is the HF ``Trainer``: full fine-tuning or LoRA (PEFT), DeepSpeed ZeRO through a
 config file, bf16 where asked, gradient accumulation, cosine schedule with warm-up, NEFTune,
 gradient checkpointing, periodic checkpoints and automatic resume from the last one, seeds.
@@ -31,7 +34,7 @@ import numpy as np
 import polars as pl
 import torch
 
-from posbias import losses
+from posbias import losses, ocsft
 from posbias.augment import gold_ranks
 from posbias.prompts import identifiers, render
 
@@ -52,6 +55,9 @@ class TrainSpec:
     """Hyper-parameters of one training run (config ``training.<name>.hyper``)."""
 
     method: str = "first"
+    views: int = 2  # ocsft: presentations per window (view 0 supervised)
+    consistency: float = 5.0  # ocsft: λ of the order-consistency penalty
+    consistency_warmup: int = 500  # ocsft: steps over which λ rises linearly from 0
     rank_weight: float = 10.0
     lm_weight: float = 1.0
     ips_clip: float | None = 10.0
@@ -77,8 +83,13 @@ class TrainSpec:
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.method not in METHODS:
-            raise ValueError(f"training method {self.method!r}: use one of {sorted(METHODS)}")
+        if self.method not in METHODS and self.method not in ocsft.POINTWISE_METHODS:
+            raise ValueError(f"training method {self.method!r}: use one of "
+                             f"{sorted(METHODS) + sorted(ocsft.POINTWISE_METHODS)}")
+
+    @property
+    def pointwise(self) -> bool:
+        return self.method in ocsft.POINTWISE_METHODS
 
 
 def target_text(doc_ids: list[str], teacher_ranking: list[str]) -> str:
@@ -161,19 +172,34 @@ def objective(logits: torch.Tensor, batch: dict, id_tokens: list[int], spec: Tra
 
 
 def _trainer_class():
-    from transformers import Trainer
+    from transformers import Trainer, TrainerCallback
 
     class ListwiseTrainer(Trainer):
-        """``Trainer`` whose loss is :func:`objective`; logs the rank and LM parts."""
+        """``Trainer`` whose loss is :func:`objective` (listwise) or :func:`posbias.ocsft.pointwise_objective`;
+        logs the loss parts. For the pointwise family it tells the collator the epoch (view seeds)."""
 
         def __init__(self, *args, id_tokens, spec, propensity, **kwargs):
             super().__init__(*args, **kwargs)
             self.id_tokens, self.spec, self.propensity = id_tokens, spec, propensity
             self._parts: dict[str, list[float]] = {}
+            if spec.pointwise:
+                collator = self.data_collator
+
+                class EpochToCollator(TrainerCallback):
+                    def on_epoch_begin(self, args, state, control, **kwargs):
+                        collator.epoch = int(state.epoch or 0)
+
+                self.add_callback(EpochToCollator())
 
         def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
-            outputs = model(input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"])
-            loss, parts = objective(outputs.logits, inputs, self.id_tokens, self.spec, self.propensity)
+            if self.spec.pointwise:
+                lam = losses.consistency_weight(self.state.global_step, self.spec.consistency,
+                                                self.spec.consistency_warmup)
+                loss, parts = ocsft.pointwise_objective(model, inputs, self.id_tokens, self.spec.method, lam)
+                outputs = None
+            else:
+                outputs = model(input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"])
+                loss, parts = objective(outputs.logits, inputs, self.id_tokens, self.spec, self.propensity)
             for key, value in parts.items():
                 self._parts.setdefault(key, []).append(value)
             return (loss, outputs) if return_outputs else loss
@@ -203,8 +229,8 @@ def last_checkpoint(output_dir: Path) -> str | None:
 
 
 def run_fingerprint(base_model: str, spec: TrainSpec, instances: pl.DataFrame, propensity: np.ndarray | None) -> dict:
-    """What identifies a training run: base model, hyper-parameters, data and ω."""
-    data = json.dumps(instances.select("query_id", "doc_ids", "teacher_ranking").to_dicts()).encode()
+    """What identifies a training run: base model, hyper-parameters, data and ω (or the slot propensity)."""
+    data = json.dumps(instances.drop("query", "texts", strict=False).to_dicts()).encode()
     omega = None if propensity is None else np.asarray(propensity, dtype=np.float64).tobytes()
     return {"base_model": base_model, "spec": spec.__dict__, "data": hashlib.sha1(data).hexdigest(),
             "omega": None if omega is None else hashlib.sha1(omega).hexdigest()}
@@ -232,8 +258,10 @@ def train(base_model: str, instances: pl.DataFrame, spec: TrainSpec, work_dir: P
           propensity: np.ndarray | None = None, device: str = "cpu") -> pl.DataFrame:
     """Train, resuming from the last checkpoint in ``work_dir`` if any; save the final model to ``out_dir``.
 
-    Returns the loss curve (step, loss, rank_loss, lm_loss, learning_rate). With LoRA the adapters
-    are merged into the base weights before saving, so the result loads like any checkpoint.
+    Listwise methods take LISTWISE instances and ω (k × k) as ``propensity``; pointwise methods
+    take POINTWISE instances and the teacher's slot propensity π (B,) (used by
+    ``debiasfirst_pointwise`` only). Returns the loss curve (schema LOSS_CURVE). With LoRA the
+    adapters are merged into the base weights before saving, so the result loads like any checkpoint.
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainingArguments, set_seed
 
@@ -251,8 +279,19 @@ def train(base_model: str, instances: pl.DataFrame, spec: TrainSpec, work_dir: P
             r=spec.lora.get("r", 16), lora_alpha=spec.lora.get("alpha", 32), lora_dropout=spec.lora.get("dropout", 0.05),
             target_modules=spec.lora.get("target_modules", ["q_proj", "k_proj", "v_proj", "o_proj"]),
             task_type="CAUSAL_LM"))
-    id_tokens = identifier_token_ids(tokenizer)
-    examples = encode_instances(tokenizer, instances, spec.word_budget, spec.max_context)
+    if spec.pointwise:
+        from posbias.scoring import GradesEncoder
+        from posbias.silver import slot_weights
+
+        encoder = GradesEncoder(tokenizer, spec.word_budget, spec.max_context)
+        id_tokens = list(encoder.grades.ids)
+        examples = instances.select("query_id", "window", "query", "doc_ids", "texts", "targets").to_dicts()
+        weights = slot_weights(propensity, spec.ips_clip) if propensity is not None else None
+        collator = ocsft.GradesCollator(encoder, spec.method, spec.views, spec.seed, tokenizer.pad_token_id, weights)
+    else:
+        id_tokens = identifier_token_ids(tokenizer)
+        examples = encode_instances(tokenizer, instances, spec.word_budget, spec.max_context)
+        collator = ListwiseCollator(tokenizer.pad_token_id)
     args = TrainingArguments(
         output_dir=str(work_dir), per_device_train_batch_size=spec.batch_size,
         gradient_accumulation_steps=spec.grad_accum, learning_rate=spec.learning_rate,
@@ -264,11 +303,11 @@ def train(base_model: str, instances: pl.DataFrame, spec: TrainSpec, work_dir: P
         data_seed=spec.seed, remove_unused_columns=False, use_cpu=device == "cpu", disable_tqdm=False,
         dataloader_num_workers=0,
     )
-    omega = torch.tensor(propensity, dtype=torch.float32) if propensity is not None else None
+    omega = torch.tensor(propensity, dtype=torch.float32) if propensity is not None and not spec.pointwise else None
     if int(os.environ.get("WORLD_SIZE", "1")) == 1:  # torchrun jobs are claimed once, by the launcher
         claim_work_dir(work_dir, run_fingerprint(base_model, spec, instances, propensity))
     trainer = _trainer_class()(
-        model=model, args=args, train_dataset=examples, data_collator=ListwiseCollator(tokenizer.pad_token_id),
+        model=model, args=args, train_dataset=examples, data_collator=collator,
         id_tokens=id_tokens, spec=spec, propensity=omega,
     )
     resume = last_checkpoint(work_dir)
@@ -295,59 +334,71 @@ def train(base_model: str, instances: pl.DataFrame, spec: TrainSpec, work_dir: P
     return loss_curve(trainer.state.log_history)
 
 
-def launch_distributed(n_gpus: int, base_model: str, data: Path, spec: TrainSpec, work_dir: Path, out_dir: Path,
-                       omega: Path | None, curve: Path) -> None:
+def launch_distributed(n_gpus: int, base_model: str, instances: pl.DataFrame, spec: TrainSpec, work_dir: Path,
+                       out_dir: Path, propensity: np.ndarray | None, curve: Path) -> None:
     """Run :func:`main` under torchrun on ``n_gpus`` GPUs of this node (inside one SLURM allocation).
 
-    Multi-node jobs would start one such launcher per node with ``srun`` and a shared rendezvous
-    (``--rdzv-backend c10d --rdzv-endpoint $MASTER_ADDR:29500 --nnodes $SLURM_NNODES``); see README.
+    The instances and the propensity go to files beside ``work_dir`` (which may be reset) for the
+    worker processes. Multi-node jobs would start one such launcher per node with ``srun`` and a
+    shared rendezvous (``--rdzv-backend c10d --rdzv-endpoint $MASTER_ADDR:29500 --nnodes
+    $SLURM_NNODES``); see README.
     """
     import subprocess
     import sys
 
-    from posbias import propensity, schemas
+    from posbias import schemas
 
-    omega_array = propensity.from_frame(schemas.read(omega, "omega")) if omega is not None else None
-    claim_work_dir(work_dir, run_fingerprint(base_model, spec, schemas.read(data, "listwise"), omega_array))
+    claim_work_dir(work_dir, run_fingerprint(base_model, spec, instances, propensity))
+    data = work_dir.with_name(f"{work_dir.name}.instances.parquet")
+    schemas.write(instances, data, instance_schema(spec))
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={n_gpus}",
            "-m", "posbias.training", "--base-model", base_model, "--data", str(data), "--spec",
            json.dumps(spec.__dict__), "--work-dir", str(work_dir), "--out-dir", str(out_dir), "--curve", str(curve)]
-    if omega is not None:
-        cmd += ["--omega", str(omega)]
+    if propensity is not None:
+        saved = work_dir.with_name(f"{work_dir.name}.propensity.npy")
+        np.save(saved, np.asarray(propensity, dtype=np.float64))
+        cmd += ["--propensity", str(saved)]
     log.info("launching %s", " ".join(cmd))
     subprocess.run(cmd, check=True)
+
+
+def instance_schema(spec: TrainSpec) -> str:
+    """The declared schema of a method's training instances."""
+    return "pointwise" if spec.pointwise else "listwise"
 
 
 def main(argv: list[str] | None = None) -> None:
     """CLI for one training process (what torchrun starts on every GPU)."""
     import argparse
 
-    from posbias import propensity, schemas
+    from posbias import schemas
 
-    ap = argparse.ArgumentParser(description="Train a listwise reranker (one process of a torchrun job).")
+    ap = argparse.ArgumentParser(description="Train a reranker (one process of a torchrun job).")
     ap.add_argument("--base-model", required=True)
     ap.add_argument("--data", required=True, type=Path)
     ap.add_argument("--spec", required=True, help="TrainSpec fields as JSON")
     ap.add_argument("--work-dir", required=True, type=Path)
     ap.add_argument("--out-dir", required=True, type=Path)
     ap.add_argument("--curve", required=True, type=Path)
-    ap.add_argument("--omega", type=Path)
+    ap.add_argument("--propensity", type=Path, help="ω (listwise) or π (pointwise) saved with numpy.save")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    omega = propensity.from_frame(schemas.read(args.omega, "omega")) if args.omega else None
-    curve = train(args.base_model, schemas.read(args.data, "listwise"), TrainSpec(**json.loads(args.spec)),
-                  args.work_dir, args.out_dir, omega, device="cuda" if torch.cuda.is_available() else "cpu")
+    spec = TrainSpec(**json.loads(args.spec))
+    propensity = np.load(args.propensity) if args.propensity else None
+    curve = train(args.base_model, schemas.read(args.data, instance_schema(spec)), spec, args.work_dir, args.out_dir,
+                  propensity, device="cuda" if torch.cuda.is_available() else "cpu")
     if int(os.environ.get("RANK", "0")) == 0:
         schemas.write(curve, args.curve, "loss_curve")
 
 
+LOSS_PARTS = ("rank_loss", "lm_loss", "supervised_loss", "consistency_loss", "learning_rate")
+
+
 def loss_curve(history: list[dict]) -> pl.DataFrame:
-    rows = [{"step": int(h["step"]), "loss": float(h["loss"]),
-             "rank_loss": float(h.get("rank_loss", math.nan)), "lm_loss": float(h.get("lm_loss", math.nan)),
-             "learning_rate": float(h.get("learning_rate", math.nan))}
+    """The logged steps of a ``Trainer`` history (schema LOSS_CURVE); parts a method lacks are NaN."""
+    rows = [{"step": int(h["step"]), "loss": float(h["loss"]), **{k: float(h.get(k, math.nan)) for k in LOSS_PARTS}}
             for h in history if "loss" in h and "step" in h]
-    return pl.DataFrame(rows, schema={"step": pl.Int64, "loss": pl.Float64, "rank_loss": pl.Float64,
-                                      "lm_loss": pl.Float64, "learning_rate": pl.Float64})
+    return pl.DataFrame(rows, schema={"step": pl.Int64, "loss": pl.Float64, **{k: pl.Float64 for k in LOSS_PARTS}})
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ with logged(sm.log[0], "rerank") as log:
                            rr["word_budget"])
     reranker = wrap(base, sm.wildcards.debias, seed, {"aggregation": rr["permsc_aggregation"], **rr["capcal"]})
     start = time.perf_counter()
-    run, window_log, cost = rerank(reranker, shown.lists, rr["window"], rr["step"],
+    run, window_log, cost = rerank(reranker, shown.lists, getattr(base, "window", rr["window"]), rr["step"],
                                    sm.params.model.get("batch_size", 64))
     wall = time.perf_counter() - start
     schemas.write(run, sm.output.run, "run")

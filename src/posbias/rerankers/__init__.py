@@ -3,6 +3,7 @@
 - :mod:`~posbias.rerankers.simulated`: no LM; relevance + positional prior + seeded noise (known answers).
 - :mod:`~posbias.rerankers.first`: a causal LM read as FIRST does, one forward pass per window.
 - :mod:`~posbias.rerankers.generation`: a causal LM that generates ``[B] > [A] > …`` (RankZephyr-style).
+- :mod:`posbias.scoring`: a causal LM read as the batched pointwise "Grades:" scorer (OC-SFT).
 """
 
 from __future__ import annotations
@@ -42,6 +43,12 @@ class Reranker(Protocol):
 def build(spec: dict, path: str | None, grades: dict[str, dict[str, int]], seed: int, device: str,
           word_budget: int) -> Reranker:
     """The reranker a ``models:`` entry describes (``path`` resolved for causal LMs)."""
+    if spec["kind"] == "simulated" and spec.get("mode") == "grades":
+        from posbias.rerankers.simulated import SimulatedGrader
+
+        return SimulatedGrader(grades, window=spec["grade_window"], order_noise=spec["order_noise"], prior=spec["prior"],
+                               strength=spec["strength"], noise=spec["noise"],
+                               relevance_weight=spec["relevance_weight"], seed=seed)
     if spec["kind"] == "simulated":
         from posbias.rerankers.simulated import SimulatedReranker
 
@@ -52,6 +59,10 @@ def build(spec: dict, path: str | None, grades: dict[str, dict[str, int]], seed:
     lm = LMSpec(path=path, dtype=spec["dtype"], max_context=spec["max_context"],
                 attn_implementation=spec["attn_implementation"], trust_remote_code=spec["trust_remote_code"],
                 word_budget=word_budget, batch_size=spec["batch_size"], device=device)
+    if spec["mode"] == "grades":
+        from posbias.scoring import GradesScorer
+
+        return GradesScorer(lm, spec["grade_window"])
     if spec["mode"] == "first":
         from posbias.rerankers.first import FirstReranker
 

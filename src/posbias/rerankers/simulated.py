@@ -101,6 +101,31 @@ class SimulatedReranker:
         return out
 
 
+class SimulatedGrader(SimulatedReranker):
+    """The simulated pointwise "Grades:" scorer (OC-SFT's known-answer model).
+
+    score(d at slot p of a window of B) = σ(relevance_weight · (grade(d) − 1.5) + strength · prior(p, B)
+    + noise · ε(q, d) + order_noise · η(q, d, window)), with ε the fixed per-(query, doc) perturbation
+    of :class:`SimulatedReranker` and η a standard normal seeded by the query, the document and the
+    whole window in its presentation order: order-dependent noise. With ``strength = 0`` and
+    ``order_noise = 0`` it is exactly order-invariant.
+    """
+
+    pointwise = True
+
+    def __init__(self, grades: dict[str, dict[str, int]], window: int = 20, order_noise: float = 0.0, **kwargs):
+        super().__init__(grades, **kwargs)
+        self.window, self.order_noise = window, order_noise
+
+    def scores(self, window: Window) -> np.ndarray:
+        content = self._content(window) - self.relevance_weight * 1.5
+        presentation = "\x1f".join(window.doc_ids)
+        eta = np.array([np.random.default_rng(derive_seed(self.seed, window.query_id, d, presentation)).standard_normal()
+                        for d in window.doc_ids]) if self.order_noise else 0.0
+        logit = content + self.strength * prior(self.prior, len(window.doc_ids)) + self.order_noise * eta
+        return 1.0 / (1.0 + np.exp(-logit))
+
+
 def _softmax(x: np.ndarray) -> np.ndarray:
     e = np.exp(x - x.max())
     return e / e.sum()

@@ -1,0 +1,19 @@
+"""Quality and decision stability (τ-PSI, retention Jaccard, BSC@K) of one pointwise experiment."""
+
+import polars as pl
+
+from posbias import schemas, stability
+from posbias.jobs import logged
+
+sm = snakemake  # noqa: F821
+with logged(sm.log[0], "stability") as log:
+    runs = dict(zip(sm.params.orders, sm.input.runs))
+    costs = pl.concat([schemas.read(p, "cost") for p in sm.input.costs])
+    table = stability.stability_table(
+        schemas.read(runs["original"], "run"),
+        [schemas.read(runs[o], "run") for o in sm.params.orders if o.startswith("shuffled-")],
+        schemas.read(sm.input.qrels, "qrels"), sm.params.relevant_grade, sm.params.ocsft["bsc_k"],
+        {"model": sm.wildcards.model, "dataset": sm.wildcards.dataset, "retriever": sm.wildcards.retriever},
+        float(costs["calls"].mean()), sm.params.ocsft["grid_points"], sm.params.ocsft["presentations"])
+    schemas.write(table, sm.output[0], "stability")
+    log.info("\n%s", table)
