@@ -81,6 +81,12 @@ def reranker_model_input(model):
     return []
 
 
+def model_gpus(model):
+    """GPUs a job running ``model`` asks SLURM for: 1 for a language model with `device: cuda`, else 0."""
+    spec = config["models"].get(model, {})
+    return int(config["device"] == "cuda" and spec.get("kind") not in (None, "simulated"))
+
+
 def reranker_model_path(model):
     if config["models"][model]["kind"] == "simulated":
         return None

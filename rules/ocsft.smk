@@ -32,6 +32,7 @@ rule silver_labels:
     resources:
         mem_mb=8000,
         runtime=240,
+        gpu=lambda w: model_gpus(w.teacher),
     script:
         "../workflow/scripts/silver_labels.py"
 

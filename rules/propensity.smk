@@ -52,6 +52,7 @@ rule propensity_rerank:
     resources:
         mem_mb=8000,
         runtime=240,
+        gpu=model_gpus(PROPENSITY.get("model")),
     script:
         "../workflow/scripts/propensity_rerank.py"
 

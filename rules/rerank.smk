@@ -34,6 +34,7 @@ rule rerank:
     resources:
         mem_mb=8000,
         runtime=240,
+        gpu=lambda w: model_gpus(w.model),
     script:
         "../workflow/scripts/rerank.py"
 

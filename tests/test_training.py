@@ -91,9 +91,49 @@ from posbias.training import TrainSpec, train
 from tests.test_training import SPEC
 listwise = synthetic.generate(SPEC, "train").listwise
 spec = TrainSpec(method="first", learning_rate=3e-3, max_steps=10, batch_size=4, grad_accum=1,
-                 save_steps=2, save_total_limit=10, logging_steps=1)
+                 save_steps=int(sys.argv[4]) if len(sys.argv) > 4 else 2, save_total_limit=10, logging_steps=1)
 train(sys.argv[1], listwise, spec, Path(sys.argv[2]), Path(sys.argv[3]))
 """
+
+
+def test_sigterm_checkpoints_the_current_step_and_the_rerun_resumes_from_it(setup, tmp_path):
+    """Preemption: SIGTERM mid-training writes a checkpoint at the current step (no periodic saves here),
+    exits non-zero, and the rerun resumes there and ends with the model of an uninterrupted run."""
+    import threading
+
+    root, _ = setup
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    args = [sys.executable, "-c", _KILLABLE, str(root / "base")]
+    proc = subprocess.Popen(args + [str(tmp_path / "work"), str(tmp_path / "out"), "1000"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    err: list[str] = []
+    reader = threading.Thread(target=lambda: err.extend(iter(lambda: proc.stderr.read(256), "")), daemon=True)
+    reader.start()
+    deadline = time.time() + 240
+    while "| 3/10 [" not in "".join(err) and time.time() < deadline and proc.poll() is None:  # tqdm: 3 steps done
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=120)
+    reader.join(timeout=10)
+    text = "".join(err)
+    assert proc.returncode != 0 and "Preempted: SIGTERM: stopped after step" in text, text[-2000:]
+    from posbias.training import last_checkpoint
+
+    step = int(Path(last_checkpoint(tmp_path / "work")).name.split("-")[1])
+    assert 3 <= step < 10 and not (tmp_path / "out").exists()
+    rerun = subprocess.run(args + [str(tmp_path / "work"), str(tmp_path / "out"), "1000"], env=env,
+                           capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+    assert f"resuming from {tmp_path / 'work' / f'checkpoint-{step}'}" in rerun.stderr
+    import json
+
+    assert json.loads((tmp_path / "work" / "preemptions.jsonl").read_text())["stopped_after_step"] == step
+    assert json.loads((tmp_path / "out" / "posbias_training.json").read_text())["resumed_from"] == step
+    straight = subprocess.run(args + [str(tmp_path / "work2"), str(tmp_path / "out2"), "1000"], env=env,
+                              capture_output=True, text=True, timeout=300)
+    assert straight.returncode == 0, straight.stderr[-2000:]
+    a, b = _weights(tmp_path / "out"), _weights(tmp_path / "out2")
+    assert max(float((a[n] - b[n]).abs().max()) for n in a) < 1e-4
 
 
 def test_a_killed_run_resumes_from_its_checkpoint(setup, tmp_path):

@@ -40,7 +40,7 @@ def test_slurm_profile_plans_the_default_dag(workdir):
 def test_default_workflow_end_to_end(workdir, shared_data):
     # The default config reads DL19 from ../shared/data relative to the working directory.
     (workdir.parent / "shared").symlink_to(shared_data.parent)
-    out = snakemake(workdir, "--cores", "2")
+    out = snakemake(workdir, "--cores", "2", timeout=2400)
     assert out.returncode == 0, out.stderr[-4000:]
     assert "posbias: done; tables are in" in out.stderr
     table = (workdir / "results" / "tables" / "retrieval.md").read_text()

@@ -18,6 +18,11 @@ The pointwise family (OC-SFT and its baselines, :mod:`posbias.ocsft`) runs throu
 Everything else is the HF ``Trainer``: full fine-tuning or LoRA (PEFT), DeepSpeed ZeRO through a
 config file, bf16 where asked, gradient accumulation, cosine schedule with warm-up, NEFTune,
 gradient checkpointing, periodic checkpoints and automatic resume from the last one, seeds.
+
+Preemption and time limits: SIGTERM (SLURM's preemption signal, and the time-limit warning asked
+for with ``--signal=TERM@<seconds>``) makes the run finish its current optimiser step, write a
+checkpoint and stop with :class:`Preempted` (a non-zero exit), so that the job's rerun
+(``--retries``, ``--rerun-incomplete``) resumes from that checkpoint.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import json
 import logging
 import math
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -213,6 +219,46 @@ def _trainer_class():
     return ListwiseTrainer
 
 
+class Preempted(RuntimeError):
+    """Training stopped on SIGTERM after writing a checkpoint; a rerun resumes from it."""
+
+
+def _preemption_callback():
+    import signal
+
+    from transformers import TrainerCallback
+
+    class CheckpointOnSigterm(TrainerCallback):
+        """On SIGTERM: finish the current step, save a checkpoint, stop. Ranks agree through an all-reduce,
+        so every process of a torchrun job saves the same step."""
+
+        def __init__(self):
+            self.received = False
+            self.stopped_at: int | None = None
+            self.previous = signal.signal(signal.SIGTERM, self._on_sigterm)
+
+        def _on_sigterm(self, signum, frame):
+            log.warning("SIGTERM received: checkpointing after the current step")
+            self.received = True
+
+        def restore(self):
+            signal.signal(signal.SIGTERM, self.previous)
+
+        def on_step_end(self, args, state, control, **kwargs):
+            flag = self.received
+            if torch.distributed.is_available() and torch.distributed.is_initialized():
+                t = torch.tensor([int(flag)], device=args.device)
+                torch.distributed.all_reduce(t, op=torch.distributed.ReduceOp.MAX)
+                flag = bool(t.item())
+            if flag:
+                control.should_save = True
+                control.should_training_stop = True
+                self.stopped_at = state.global_step
+            return control
+
+    return CheckpointOnSigterm()
+
+
 def last_checkpoint(output_dir: Path) -> str | None:
     """The newest *complete* checkpoint in ``output_dir``.
 
@@ -313,7 +359,18 @@ def train(base_model: str, instances: pl.DataFrame, spec: TrainSpec, work_dir: P
     resume = last_checkpoint(work_dir)
     if resume:
         log.info("resuming from %s", resume)
-    trainer.train(resume_from_checkpoint=resume)
+    preemption = _preemption_callback()
+    trainer.add_callback(preemption)
+    try:
+        trainer.train(resume_from_checkpoint=resume)
+    finally:
+        preemption.restore()
+    if preemption.stopped_at is not None:
+        if trainer.is_world_process_zero():
+            with open(Path(work_dir) / "preemptions.jsonl", "a") as record:
+                record.write(json.dumps({"stopped_after_step": preemption.stopped_at, "time": time.time()}) + "\n")
+        raise Preempted(f"SIGTERM: stopped after step {preemption.stopped_at} with a checkpoint in {work_dir}; "
+                        "rerun the job (--retries / --rerun-incomplete) to resume from it")
     if not trainer.is_world_process_zero():
         return loss_curve(trainer.state.log_history)
     final = trainer.model
@@ -323,9 +380,10 @@ def train(base_model: str, instances: pl.DataFrame, spec: TrainSpec, work_dir: P
     tmp = out_dir.with_name(f".{out_dir.name}.tmp")
     final.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
-    (tmp / "posbias_training.json").write_text(json.dumps({"base_model": base_model, "method": spec.method,
-                                                           "instances": instances.height,
-                                                           "steps": trainer.state.global_step}, indent=1))
+    (tmp / "posbias_training.json").write_text(json.dumps({
+        "base_model": base_model, "method": spec.method, "instances": instances.height,
+        "steps": trainer.state.global_step,
+        "resumed_from": int(Path(resume).name.split("-")[-1]) if resume else None}, indent=1))
     if out_dir.exists():
         import shutil
 

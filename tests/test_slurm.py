@@ -1,0 +1,184 @@
+"""`snakemake --profile profiles/slurm` against a real one-node SLURM cluster (tests/slurm/cluster.sh).
+
+Runs a tiny config to completion through real sbatch jobs (CPU rules and a 2-GPU torchrun training
+job on fake GPUs), checks the job records in sacct against what the profile asks for, then preempts
+a training job with SIGTERM and checks that the retry resumed from the checkpoint and ends with the
+model of an uninterrupted run. Needs root on Debian (the harness installs slurm packages); skipped
+elsewhere. Test-only settings are command-line overrides here, never edits of the profile.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import polars as pl
+import pytest
+import yaml
+
+from tests.conftest import REPO
+
+pytestmark = [pytest.mark.workflow, pytest.mark.slurm]
+
+CLUSTER = REPO / "tests" / "slurm" / "cluster.sh"
+# Overrides for a one-node test cluster: poll early, few parallel jobs, short latency wait; --verbose
+# logs each sbatch call.
+TEST_OVERRIDES = ["--slurm-init-seconds-before-status-checks", "5", "--jobs", "4", "--latency-wait", "5", "--verbose"]
+HARD_TIMEOUT = 900  # seconds per snakemake call; `timeout -k` also ends a hung plugin
+
+SYNTHETIC = {"n_docs": 300, "n_test_queries": 8, "n_train_queries": 24, "doc_length": [10, 20]}
+CONFIG = {
+    "seed": 7,
+    "device": "cpu",
+    "threads": 1,
+    "datasets": {
+        "tiny": {"source": "synthetic", "split": "test", "retrievers": ["bm25"], **SYNTHETIC},
+        "tiny-train": {"source": "synthetic", "split": "train", "retrievers": ["bm25"], **SYNTHETIC},
+    },
+    "models": {"tiny-lm": {"kind": "causal_lm", "build": "tiny",
+                           "tiny": {"vocab_size": 600, "hidden": 32, "layers": 2, "heads": 2, "max_length": 2048,
+                                    "train_on": "tiny"}}},
+    "retrievers": {"bm25": {"kind": "bm25", "depth": 100}},
+    "reranking": {"experiments": [{"model": "tiny-ft", "dataset": "tiny", "retriever": "bm25", "depth": 10,
+                                   "queries": 4, "orders": ["original"]}]},
+    "training": {"tiny-ft": {"method": "first", "base_model": "tiny-lm", "data": "tiny-train", "gpus": 2,
+                             "hyper": {"learning_rate": 0.003, "max_steps": 6, "batch_size": 2, "grad_accum": 1,
+                                       "save_steps": 3, "logging_steps": 1}}},
+    "evaluation": {"measures": ["nDCG@10"]},
+}
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    if os.geteuid() != 0 or not shutil.which("apt-get"):
+        pytest.skip("the SLURM harness needs root on a Debian machine (it installs slurm packages)")
+    started = time.time()
+    out = subprocess.run([str(CLUSTER), "start"], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    print(f"cluster up in {time.time() - started:.1f} s")
+    yield
+    subprocess.run([str(CLUSTER), "stop"], capture_output=True, text=True, timeout=300)
+
+
+def _config(workdir: Path, **training_hyper) -> Path:
+    cfg = yaml.safe_load(yaml.safe_dump(CONFIG))
+    cfg["training"]["tiny-ft"]["hyper"].update(training_hyper)
+    path = workdir / "slurm-test.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def _snakemake_cmd(workdir: Path, config: Path, *args: str) -> list[str]:
+    return ["timeout", "-k", "30", str(HARD_TIMEOUT), sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"),
+            "-d", str(workdir), "--configfile", str(config), "--replace-workflow-config", *args]
+
+
+def _sacct(since: str) -> pl.DataFrame:
+    fields = ["JobID", "Comment", "State", "AllocTRES", "ReqMem", "Timelimit", "Elapsed"]
+    out = subprocess.run(["sacct", "-X", "--parsable2", "--noheader", "--starttime", since,
+                          f"--format={','.join(fields)}"], capture_output=True, text=True, check=True)
+    rows = [line.split("|") for line in out.stdout.splitlines() if line.strip()]
+    return pl.DataFrame(rows, schema=fields, orient="row").filter(pl.col("Comment").str.starts_with("rule_"))
+
+
+def _show(jobs: pl.DataFrame) -> None:
+    """The sacct records as a table in the test output (run with -s to see it)."""
+    with pl.Config(tbl_rows=-1, fmt_str_lengths=70, tbl_width_chars=250, tbl_hide_dataframe_shape=True,
+                   tbl_hide_column_data_types=True, tbl_formatting="MARKDOWN"):
+        print(jobs)
+
+
+def _tres(value: str) -> dict[str, str]:
+    return dict(item.split("=", 1) for item in value.split(",") if "=" in item)
+
+
+def test_the_slurm_profile_runs_the_workflow_and_training_survives_preemption(cluster, tmp_path):
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    since = time.strftime("%Y-%m-%dT%H:%M:%S")
+    started = time.time()
+    out = subprocess.run(_snakemake_cmd(workdir, _config(workdir), "--profile", str(REPO / "profiles" / "slurm"),
+                                        *TEST_OVERRIDES), capture_output=True, text=True, timeout=HARD_TIMEOUT + 60)
+    print(f"workflow through SLURM: {time.time() - started:.1f} s")
+    assert out.returncode == 0, out.stderr[-5000:]
+    assert "posbias: done" in out.stderr
+    assert (workdir / "results" / "models" / "tiny-ft" / "model.safetensors").is_file()
+    assert (workdir / "results" / "tables" / "rerank.md").is_file()
+    assert "--signal=TERM@600" in out.stderr  # the profile's preemption warning reached sbatch
+
+    jobs = _sacct(since)
+    _show(jobs)
+    assert (jobs["State"] == "COMPLETED").all()
+    rules = jobs["Comment"].str.extract(r"^rule_([a-z_]+?)(?:_wildcards_.*)?$").to_list()
+    planned = {"prepare_dataset": 2, "listwise_set": 1, "build_tiny_model": 1, "index": 2, "retrieve": 2,
+               "evaluate_run": 2, "retrieval_table": 1, "augment": 3, "augmentation_report": 1, "train": 1,
+               "rerank": 1, "rerank_summary": 1, "rerank_tables": 1}
+    assert {r: rules.count(r) for r in set(rules)} == planned  # every job its own sbatch job
+    profile = yaml.safe_load((REPO / "profiles" / "slurm" / "config.v8+.yaml").read_text())
+    by_rule = {r: row for r, row in zip(rules, jobs.iter_rows(named=True))}
+    for rule in ("prepare_dataset", "index", "retrieve", "rerank", "train"):
+        assert by_rule[rule]["ReqMem"] in (f"{profile['set-resources'][rule]['mem_mb']}M",
+                                           f"{profile['set-resources'][rule]['mem_mb'] // 1024}G")
+    train, index, prep = (_tres(by_rule[r]["AllocTRES"]) for r in ("train", "index", "prepare_dataset"))
+    assert train["gres/gpu"] == "2" and train["cpu"] == str(profile["set-threads"]["train"])
+    assert "gres/gpu" not in index and index["cpu"] == str(profile["set-threads"]["index"])
+    assert "gres/gpu" not in prep and prep["cpu"] == "1"
+    assert by_rule["train"]["Timelimit"] == "1-00:00:00" and by_rule["retrieval_table"]["Timelimit"] == "00:10:00"
+    log = (workdir / "logs" / "train" / "tiny-ft.log").read_text()
+    assert "torch.distributed.run --standalone --nproc-per-node=2" in log
+
+    # Preemption: a longer training run gets SIGTERM mid-training; the retry resumes from its checkpoint.
+    longer = _config(workdir, max_steps=40, save_steps=1000, logging_steps=1)
+    since = time.strftime("%Y-%m-%dT%H:%M:%S")
+    run = subprocess.Popen(_snakemake_cmd(workdir, longer, "--profile", str(REPO / "profiles" / "slurm"),
+                                          *TEST_OVERRIDES, "results/models/tiny-ft"),
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    train_log = workdir / "logs" / "train" / "tiny-ft.log"
+    deadline = time.time() + 600
+    job = None
+    while time.time() < deadline and run.poll() is None:
+        text = train_log.read_text(errors="replace") if train_log.is_file() else ""
+        if "| 8/40 [" in text:
+            queue = subprocess.run(["squeue", "-h", "-t", "RUNNING", "-o", "%i|%k"], capture_output=True, text=True,
+                                   check=True).stdout.split()
+            job = next(line.split("|")[0] for line in queue if line.split("|")[1].startswith("rule_train"))
+            subprocess.run(["scancel", "--signal=TERM", job], check=True)
+            break
+        time.sleep(0.5)
+    assert job is not None, "the training job never reached step 8"
+    _, err = run.communicate(timeout=HARD_TIMEOUT)
+    assert run.returncode == 0, err[-5000:]
+    attempts = _sacct(since).filter(pl.col("Comment").str.starts_with("rule_train"))
+    _show(attempts)
+    assert attempts["State"].to_list() == ["FAILED", "COMPLETED"]  # the profile's retry resubmitted it
+    record = [json.loads(line) for line in
+              (workdir / "results" / "checkpoints" / "tiny-ft" / "preemptions.jsonl").read_text().splitlines()]
+    stopped = record[0]["stopped_after_step"]
+    meta = json.loads((workdir / "results" / "models" / "tiny-ft" / "posbias_training.json").read_text())
+    assert len(record) == 1 and 8 <= stopped < 40
+    assert meta["resumed_from"] == stopped and meta["steps"] == 40
+    assert f"checkpoint-{stopped}" in (workdir / "logs" / "train" / "tiny-ft.log").read_text()
+    print(f"preempted after step {stopped}; the retry resumed from checkpoint-{meta['resumed_from']}")
+
+    # The same training, uninterrupted and without SLURM, gives the same model.
+    from safetensors.torch import load_file
+
+    resumed_model = load_file(workdir / "results" / "models" / "tiny-ft" / "model.safetensors")
+    resumed_curve = pl.read_parquet(workdir / "results" / "metrics" / "train" / "tiny-ft.parquet")
+    shutil.rmtree(workdir / "results" / "checkpoints" / "tiny-ft")
+    out = subprocess.run(_snakemake_cmd(workdir, longer, "--cores", "2", "--forcerun", "train",
+                                        "results/models/tiny-ft"), capture_output=True, text=True,
+                         timeout=HARD_TIMEOUT + 60)
+    assert out.returncode == 0, out.stderr[-5000:]
+    straight = load_file(workdir / "results" / "models" / "tiny-ft" / "model.safetensors")
+    straight_curve = pl.read_parquet(workdir / "results" / "metrics" / "train" / "tiny-ft.parquet")
+    diff = max(float((resumed_model[n] - straight[n]).abs().max()) for n in straight)
+    final_loss = (resumed_curve["loss"][-1], straight_curve["loss"][-1])
+    print(f"max weight difference {diff:.2e}; final loss resumed {final_loss[0]:.6f} vs uninterrupted "
+          f"{final_loss[1]:.6f}")
+    assert diff < 1e-4 and abs(final_loss[0] - final_loss[1]) < 1e-4
