@@ -16,10 +16,11 @@ Results tree (git-ignored; see docs/architecture.md):
   results/silver/{dataset}/{teacher}/t{shuffles}.parquet   OC-SFT silver labels (view 0 + T teacher shuffles)
   results/metrics/stability/{model}/{dataset}/{retriever}.parquet, results/tables/stability.md,
   results/figures/bsc_curve.png                            quality vs decision stability, BSC@K
+  results/paper/{table}.{md,csv,tex}                       the papers' tables from existing results
 logs/ and benchmarks/ hold one file per job.
 
 Stage targets: `snakemake data`, `snakemake retrieval`, `snakemake evaluation`, `snakemake reranking`,
-`snakemake propensity`, `snakemake training`, `snakemake ocsft`.
+`snakemake propensity`, `snakemake training`, `snakemake ocsft`, `snakemake report`.
 """
 
 from snakemake.utils import min_version
@@ -44,6 +45,7 @@ include: "rules/rerank.smk"
 include: "rules/propensity.smk"
 include: "rules/train.smk"
 include: "rules/ocsft.smk"
+include: "rules/report.smk"
 
 
 rule all:
@@ -55,6 +57,7 @@ rule all:
         rules.propensity.input,
         rules.training.input,
         rules.ocsft.input,
+        rules.report.input,
 
 
 onsuccess:

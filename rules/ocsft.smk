@@ -76,6 +76,7 @@ rule stability_table:
             caption="../docs/captions/stability.rst",
             category="OC-SFT",
         ),
+        figure_pdf="results/figures/bsc_curve.pdf",
     log:
         "logs/tables/stability.log",
     benchmark:

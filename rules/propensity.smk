@@ -67,6 +67,7 @@ rule propensity_estimate:
             caption="../docs/captions/omega.rst",
             category="Propensity",
         ),
+        heatmap_pdf="results/propensity/{model}/omega.pdf",
     params:
         k=PROPENSITY["k"],
         smoothing=PROPENSITY["smoothing"],

@@ -85,6 +85,7 @@ rule rerank_tables:
             caption="../docs/captions/position_curve.rst",
             category="Reranking",
         ),
+        figure_pdf="results/figures/position_curve.pdf",
     params:
         window=config["reranking"]["window"],
         step=config["reranking"]["step"],

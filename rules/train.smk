@@ -41,6 +41,7 @@ rule augmentation_report:
             caption="../docs/captions/augmentation.rst",
             category="Augmentation",
         ),
+        figure_pdf="results/figures/augmentation_{dataset}.pdf",
     log:
         "logs/tables/augmentation_{dataset}.log",
     benchmark:
@@ -65,6 +66,7 @@ rule train:
             caption="../docs/captions/train.rst",
             category="Training",
         ),
+        figure_pdf="results/figures/train_{model}.pdf",
     params:
         run=lambda w: config["training"][w.model],
         base_path=lambda w: reranker_model_path(config["training"][w.model]["base_model"]),

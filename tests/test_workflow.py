@@ -101,6 +101,28 @@ def test_default_workflow_end_to_end(workdir, shared_data):
     table = (workdir / "results" / "tables" / "stability.md").read_text()
     assert "| tiny-ocsft | synthetic | bm25 | 20 |" in table and "| sim-grades | dl19 | imported:bm25 | 43 |" in table
     assert (workdir / "results" / "figures" / "bsc_curve.png").stat().st_size > 10_000
+    # the report stage: the papers' tables in three formats, rebuilt without rerunning anything upstream
+    for name in ("original_vs_shuffled", "retrievers", "capcal", "ablations"):
+        for ext in ("md", "csv", "tex"):
+            assert (workdir / "results" / "paper" / f"{name}.{ext}").stat().st_size > 100
+    assert "\\toprule" in (workdir / "results" / "paper" / "capcal.tex").read_text()
+    t1 = pl.read_csv(workdir / "results" / "paper" / "original_vs_shuffled.csv")
+    assert {"tiny-first", "sim-linear", "tiny-debiasfirst"} <= set(t1["model"]) and t1["p_holm"].max() <= 1
+    out = snakemake(workdir, "--cores", "2", "report", "--forcerun", "paper_table")
+    assert out.returncode == 0, out.stderr[-3000:]
+    reran = {line.split()[-1].rstrip(")") for line in out.stderr.splitlines() if line.startswith("Finished jobid")}
+    assert reran <= {"paper_table", "report"}, reran
+    # the HTML report, rendered in headless Chromium: every registered figure shows with a real size
+    out = snakemake(workdir, "--report", str(workdir / "report.html"))
+    assert out.returncode == 0, out.stderr[-3000:]
+    from tests.browser import ensure_chromium, rendered_figures
+
+    ensure_chromium()
+    sizes = rendered_figures(workdir / "report.html", workdir / "report-screenshot.png")
+    assert {"results/figures/position_curve.png", "results/figures/bsc_curve.png",
+            "results/propensity/tiny-first/omega.png"} <= set(sizes)
+    assert all(w > 100 and h > 100 for w, h in sizes.values()), sizes
+    assert (workdir / "report-screenshot.png").stat().st_size > 10_000
     # every job left a log and a benchmark
     n_logs = len(list((workdir / "logs").rglob("*.log")))
     assert n_logs >= 140 and len(list((workdir / "benchmarks").rglob("*.tsv"))) == n_logs
@@ -176,24 +198,27 @@ def test_missing_local_file_fails_the_job_cleanly(workdir):
     assert not list((workdir / "results").rglob("*.parquet"))
 
 
-def test_paper_preset_plans_the_whole_dag(workdir):
-    out = snakemake(workdir, "-n", "--quiet", "rules", configfile=REPO / "config" / "paper" / "debiasfirst.yaml")
+def _planned(workdir, preset: str) -> dict[str, int]:
+    """Jobs per rule in a dry run of ``config/paper/<preset>.yaml``."""
+    out = snakemake(workdir, "-n", "--quiet", "rules", configfile=REPO / "config" / "paper" / f"{preset}.yaml")
     text = out.stdout + out.stderr
     assert out.returncode == 0, text[-3000:]
-    counts = {line.split()[0]: int(line.split()[1]) for line in text.splitlines()
-              if len(line.split()) == 2 and line.split()[1].isdigit()}
+    return {line.split()[0]: int(line.split()[1]) for line in text.splitlines()
+            if len(line.split()) == 2 and line.split()[1].isdigit()}
+
+
+def test_paper_preset_plans_the_whole_dag(workdir):
+    counts = _planned(workdir, "debiasfirst")
     assert counts["train"] == 10  # first, debiasfirst and the eight ablation cells
     assert counts["propensity_rerank"] == 1 and counts["augment"] == 3
     assert counts["rerank"] > 400 and counts["rerank_tables"] == 1
+    assert counts["paper_table"] == 4  # every paper table is planned from the preset's results
 
 
 def test_ocsft_paper_preset_plans_the_whole_dag(workdir):
-    out = snakemake(workdir, "-n", "--quiet", "rules", configfile=REPO / "config" / "paper" / "ocsft.yaml")
-    text = out.stdout + out.stderr
-    assert out.returncode == 0, text[-3000:]
-    counts = {line.split()[0]: int(line.split()[1]) for line in text.splitlines()
-              if len(line.split()) == 2 and line.split()[1].isdigit()}
+    counts = _planned(workdir, "ocsft")
     assert counts["train"] == 5  # ocsft and its four baselines
     assert counts["silver_labels"] == 2  # self-distilled: first-stage order, and 10 shuffles for two baselines
     assert counts["stability"] == 12 and counts["stability_table"] == 1
     assert counts["rerank"] == 12 * (1 + 100 + 20)
+    assert counts["paper_table"] == 4

@@ -86,11 +86,12 @@ def heatmap(omega: np.ndarray, path, title: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from posbias.report import save_figure
+
     k = omega.shape[0]
     fig, ax = plt.subplots(figsize=(6, 5), constrained_layout=True)
     image = ax.imshow(k * omega, cmap="viridis", origin="upper")
     ax.set(xlabel="output rank", ylabel="input position", title=title,
            xticks=range(0, k, 2), yticks=range(0, k, 2), xticklabels=range(1, k + 1, 2), yticklabels=range(1, k + 1, 2))
     fig.colorbar(image, ax=ax, label="P(output rank | input position)")
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, 120)

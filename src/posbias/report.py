@@ -8,6 +8,15 @@ from pathlib import Path
 import polars as pl
 
 
+def save_figure(fig, path: str | Path, dpi: int = 120) -> None:
+    """Write ``fig`` as PNG at ``path`` and as PDF beside it (same stem), then close it."""
+    import matplotlib.pyplot as plt
+
+    fig.savefig(path, dpi=dpi)
+    fig.savefig(Path(path).with_suffix(".pdf"))
+    plt.close(fig)
+
+
 def _fmt(value: float, digits: int = 4) -> str:
     return "–" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{digits}f}"
 
@@ -36,7 +45,8 @@ def rerank_table(summary: pl.DataFrame) -> str:
 
 
 def position_curve_figure(curves: pl.DataFrame, path: str | Path) -> None:
-    """nDCG@10 and mean rank of the moved relevant passage against its input position, one line per system."""
+    """nDCG@10 and MRR of the moved relevant passage against its input position, one line per system
+    (the DebiasFirst paper's Figure 4)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -47,17 +57,16 @@ def position_curve_figure(curves: pl.DataFrame, path: str | Path) -> None:
             ["model", "dataset", "retriever", "debias"], maintain_order=True):
         label = f"{model} · {dataset} · {retriever}" + ("" if debias == "none" else f" · {debias}")
         axes[0].plot(group["position"], group["target_ndcg10"], marker="o", ms=3, label=label)
-        axes[1].plot(group["position"], group["target_rank"], marker="o", ms=3, label=label)
+        axes[1].plot(group["position"], group["target_mrr"], marker="o", ms=3, label=label)
     axes[0].set(xlabel="input position of the relevant passage", ylabel="nDCG@10 of that passage", ylim=(0, 1.02),
                 title="Position curve")
-    axes[1].set(xlabel="input position of the relevant passage", ylabel="its mean output rank", title="Mean rank")
-    axes[1].invert_yaxis()
+    axes[1].set(xlabel="input position of the relevant passage", ylabel="MRR of that passage", ylim=(0, 1.02),
+                title="Position curve (MRR)")
     for ax in axes:
         ax.grid(alpha=0.3)
         ax.set_xticks(range(1, int(curves["position"].max() or 1) + 1, 2))
     axes[0].legend(fontsize=7, loc="lower left")
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, 120)
 
 
 def augmentation_table(tables: dict[str, pl.DataFrame], dataset: str) -> str:
@@ -94,8 +103,7 @@ def augmentation_figure(tables: dict[str, pl.DataFrame], path: str | Path) -> No
         image = ax.imshow(grid, cmap="magma", origin="upper", vmin=0)
         ax.set(title=variant, xlabel="gold rank", ylabel="input position")
         fig.colorbar(image, ax=ax, fraction=0.046, label="P(position | gold rank)")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path, 110)
 
 
 def loss_figure(curve: pl.DataFrame, path: str | Path, title: str) -> None:
@@ -112,8 +120,7 @@ def loss_figure(curve: pl.DataFrame, path: str | Path, title: str) -> None:
     ax.set(xlabel="step", ylabel="loss", title=title)
     ax.grid(alpha=0.3)
     ax.legend()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path, 110)
 
 
 def stability_table(stability: pl.DataFrame, train_seconds: dict[str, float]) -> str:
@@ -151,5 +158,4 @@ def bsc_figure(stability: pl.DataFrame, path: str | Path) -> None:
         ax.set(xlabel="K (shuffles averaged)", title=title)
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=7)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, 120)
