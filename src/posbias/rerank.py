@@ -91,9 +91,10 @@ def rerank(reranker: Reranker, lists: list[Candidates], window: int = 20, step: 
 
     Listwise: the run has rank-derived scores (n − rank + 1), since window scores are not
     comparable across windows. Pointwise: the run carries the model's scores (ties keep the
-    presentation order), and ``step`` is ignored. The window log has one row per passage per window: query_id, window, start, end,
-    input_position (0-based within the window), doc_id, score (null for models without scores),
-    output_rank (0-based within the window). The cost table has, per query, the windows reranked,
+    presentation order), and ``step`` is ignored. The window log has one row per passage per
+    window: query_id, window, start, end, input_position (0-based within the window), doc_id,
+    score (null for models without scores), output_rank (0-based within the window). The cost
+    table has, per query, the windows reranked,
     the model calls and prompt tokens spent on them (from each window's stats), and wall seconds:
     each batch's measured time shared among its windows in proportion to their prompt tokens
     (equally when the model reads no tokens).
@@ -102,8 +103,10 @@ def rerank(reranker: Reranker, lists: list[Candidates], window: int = 20, step: 
     if len(current) != len(lists):
         raise ValueError("two candidate lists share a name; give repeated queries distinct keys")
     pointwise = getattr(reranker, "pointwise", False)
-    plans = {c.name: (chunks if pointwise else lambda n, w: sliding_windows(n, w, step))(len(c.doc_ids), window)
-             for c in lists}
+    if pointwise:
+        plans = {c.name: chunks(len(c.doc_ids), window) for c in lists}
+    else:
+        plans = {c.name: sliding_windows(len(c.doc_ids), window, step) for c in lists}
     scored: dict[str, dict[str, float]] = {qid: {} for qid in current}
     by_id = {c.name: c for c in lists}
     log: dict[str, list] = {k: [] for k in ("query_id", "window", "start", "end", "input_position", "doc_id",
