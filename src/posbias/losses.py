@@ -100,6 +100,17 @@ def joint_loss(rank: torch.Tensor, lm: torch.Tensor, rank_weight: float = 10.0, 
     return rank_weight * rank + lm_weight * lm
 
 
+def ocsft_terms(view_scores: torch.Tensor, target: torch.Tensor,
+                weight: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """The two terms of :func:`ocsft_loss`: the supervised error of view 0 and the spread over views."""
+    if view_scores.dim() != 2 or view_scores.shape[1] != target.shape[-1]:
+        raise ValueError(f"view_scores must be N x B with B = {target.shape[-1]}, got {tuple(view_scores.shape)}")
+    error = (view_scores[0] - target.to(view_scores.dtype)) ** 2
+    supervised = (error * weight.to(error.dtype)).mean() if weight is not None else error.mean()
+    spread = ((view_scores - view_scores.mean(0, keepdim=True)) ** 2).mean(1).sum()
+    return supervised, spread
+
+
 def ocsft_loss(view_scores: torch.Tensor, target: torch.Tensor, lam: float,
                weight: torch.Tensor | None = None) -> torch.Tensor:
     """OC-SFT for one window: mean_d w(d)·(s₁(d) − ỹ(d))² + λ · Σ_i mean_d (s_i(d) − s̄(d))².
@@ -110,13 +121,7 @@ def ocsft_loss(view_scores: torch.Tensor, target: torch.Tensor, lam: float,
     supervised term per document (the inverse slot propensity of ``debiasfirst_pointwise``).
     With λ = 0 (or N = 1) this is the single-order regression loss.
     """
-    if view_scores.dim() != 2 or view_scores.shape[1] != target.shape[-1]:
-        raise ValueError(f"view_scores must be N x B with B = {target.shape[-1]}, got {tuple(view_scores.shape)}")
-    error = (view_scores[0] - target.to(view_scores.dtype)) ** 2
-    supervised = (error * weight.to(error.dtype)).mean() if weight is not None else error.mean()
-    if lam == 0 or view_scores.shape[0] == 1:
-        return supervised
-    spread = ((view_scores - view_scores.mean(0, keepdim=True)) ** 2).mean(1).sum()
+    supervised, spread = ocsft_terms(view_scores, target, weight)
     return supervised + lam * spread
 
 

@@ -96,20 +96,19 @@ def aligned_view_scores(scores: torch.Tensor, batch: dict, window: int) -> torch
 
 
 def pointwise_objective(model, batch: dict, grade_ids, method: str, lam: float) -> tuple[torch.Tensor, dict[str, float]]:
-    """The mean OC-SFT loss over the batch's windows (λ forced to 0 for the baselines), and its parts."""
+    """The mean OC-SFT loss over the batch's windows (λ forced to 0 for the baselines), and its two terms."""
     logits = slot_grade_logits(model, batch["input_ids"], batch["attention_mask"], batch["slots"], grade_ids)
     scores = grade_scores(logits)
     lam = lam if method == "ocsft" else 0.0
     weighted = method == "debiasfirst_pointwise"
-    totals, supervised = [], []
+    supervised, spread = [], []
     for w in range(batch["targets"].shape[0]):
         views = aligned_view_scores(scores, batch, w)
         n = views.shape[1]
         target = batch["targets"][w, :n].to(views.device)
-        weight = batch["weights"][w, :n].to(views.device) if weighted else None
-        totals.append(losses.ocsft_loss(views, target, lam, weight))
-        supervised.append(losses.ocsft_loss(views[:1], target, 0.0, weight).detach())
-    total = torch.stack(totals).mean()
-    sup = torch.stack(supervised).mean()
-    return total, {"supervised_loss": float(sup), "consistency_loss": float(total.detach() - sup) / lam if lam else 0.0,
-                   "lambda": lam}
+        sup, spr = losses.ocsft_terms(views, target, batch["weights"][w, :n].to(views.device) if weighted else None)
+        supervised.append(sup)
+        spread.append(spr)
+    sup, spr = torch.stack(supervised).mean(), torch.stack(spread).mean()
+    return sup + lam * spr, {"supervised_loss": float(sup.detach()), "consistency_loss": float(spr.detach()),
+                             "lambda": lam}

@@ -19,6 +19,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from posbias.report import fmt
+
 ALPHA = 0.05
 
 
@@ -49,10 +51,6 @@ def paired_pvalue(a: np.ndarray, b: np.ndarray) -> float:
     if len(a) < 2 or np.allclose(a, b):
         return math.nan
     return float(wilcoxon(a, b, zero_method="wilcox").pvalue)
-
-
-def _fmt(x: float, digits: int = 4) -> str:
-    return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
 
 
 def _per_query(metrics: pl.DataFrame, measure: str = "nDCG@10") -> pl.DataFrame:
@@ -96,9 +94,9 @@ def original_vs_shuffled(metrics: pl.DataFrame) -> Table:
         row = {"model": model}
         for r in family.iter_rows(named=True):
             mark = "†" if r["p_holm"] < ALPHA else ""
-            row[f"{r['dataset']} ({r['retriever']})"] = (f"{_fmt(r['ndcg10_original'])} / "
-                                                         f"{_fmt(r['ndcg10_shuffled'])}{mark}")
-        row["average"] = f"{_fmt(family['ndcg10_original'].mean())} / {_fmt(family['ndcg10_shuffled'].mean())}"
+            row[f"{r['dataset']} ({r['retriever']})"] = (f"{fmt(r['ndcg10_original'])} / "
+                                                         f"{fmt(r['ndcg10_shuffled'])}{mark}")
+        row["average"] = f"{fmt(family['ndcg10_original'].mean())} / {fmt(family['ndcg10_shuffled'].mean())}"
         view_rows.append(row)
     view = pl.DataFrame(view_rows).select("model", *[c for c in columns if c in pl.DataFrame(view_rows).columns],
                                           "average")
@@ -122,7 +120,7 @@ def retrievers(metrics: pl.DataFrame, first_stage: pl.DataFrame) -> Table:
             .with_columns(model=pl.lit("first stage")))
     data = pl.concat([base.select(reranked.columns), reranked])
     view = data.with_columns(column=pl.col("dataset") + " · " + pl.col("retriever"),
-                             cell=pl.col("ndcg10").map_elements(_fmt, return_dtype=pl.String))
+                             cell=pl.col("ndcg10").map_elements(fmt, return_dtype=pl.String))
     view = view.pivot(on="column", index="model", values="cell").fill_null("–")
     notes = ("nDCG@10 of each model reranking each first-stage run's top candidates in the original order; "
              "the first row is the first-stage run (all judged queries; reranked rows over the queries reranked).")
@@ -156,11 +154,11 @@ def capcal(metrics: pl.DataFrame, summaries: pl.DataFrame) -> Table:
         data = data.with_columns(p_holm=pl.Series(holm(data["p"].to_list())))
     view = pl.DataFrame([{
         "model": r["model"], "dataset": f"{r['dataset']} · {r['retriever']}",
-        "original": _fmt(r["ndcg10_original"]),
-        "+ CapCal": _fmt(r["ndcg10_original_capcal"]) + ("†" if r["p_holm"] < ALPHA else ""),
-        "shuffled": _fmt(r["ndcg10_shuffled"]), "shuffled + CapCal": _fmt(r["ndcg10_shuffled_capcal"]),
-        "calls/query": f"{_fmt(r['calls_per_query'], 1)} → {_fmt(r['calls_per_query_capcal'], 1)}",
-        "s/query": f"{_fmt(r['seconds_per_query'], 3)} → {_fmt(r['seconds_per_query_capcal'], 3)}",
+        "original": fmt(r["ndcg10_original"]),
+        "+ CapCal": fmt(r["ndcg10_original_capcal"]) + ("†" if r["p_holm"] < ALPHA else ""),
+        "shuffled": fmt(r["ndcg10_shuffled"]), "shuffled + CapCal": fmt(r["ndcg10_shuffled_capcal"]),
+        "calls/query": f"{fmt(r['calls_per_query'], 1)} → {fmt(r['calls_per_query_capcal'], 1)}",
+        "s/query": f"{fmt(r['seconds_per_query'], 3)} → {fmt(r['seconds_per_query_capcal'], 3)}",
     } for r in data.iter_rows(named=True)]) if data.height else pl.DataFrame({"model": []})
     notes = ("nDCG@10 without and with CapCal (content-agnostic calibration). † differs from the uncalibrated "
              f"original-order run at α = {ALPHA}: two-sided Wilcoxon signed-rank test over queries, Holm-corrected "
@@ -189,7 +187,7 @@ def ablations(summaries: pl.DataFrame, curves: pl.DataFrame, training: dict) -> 
         return Table(data, pl.DataFrame({"method": []}), "No training entries with an augmentation are configured.")
     view = data.with_columns(
         cell=pl.struct("ndcg10_shuffled", "ndcg10_shuffled_sd", "curve_variance").map_elements(
-            lambda r: f"{_fmt(r['ndcg10_shuffled'])} ± {_fmt(r['ndcg10_shuffled_sd'], 3)} (var {_fmt(r['curve_variance'], 3)})",
+            lambda r: f"{fmt(r['ndcg10_shuffled'])} ± {fmt(r['ndcg10_shuffled_sd'], 3)} (var {fmt(r['curve_variance'], 3)})",
             return_dtype=pl.String),
         column=pl.col("aug") + " · " + pl.col("dataset"))
     view = view.pivot(on="column", index="method", values="cell").fill_null("–")

@@ -17,7 +17,8 @@ def save_figure(fig, path: str | Path, dpi: int = 120) -> None:
     plt.close(fig)
 
 
-def _fmt(value: float, digits: int = 4) -> str:
+def fmt(value: float, digits: int = 4) -> str:
+    """A number to `digits` decimals for a table cell; None or NaN as an en dash."""
     return "–" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{digits}f}"
 
 
@@ -35,11 +36,11 @@ def rerank_table(summary: pl.DataFrame) -> str:
     for r in rows:
         lines.append(
             f"| {r['model']} | {r['dataset']} | {r['retriever']} | {r['debias']} | {r['queries']} | "
-            f"{_fmt(r['ndcg10_original'])} | "
-            f"{_fmt(r['ndcg10_shuffled_mean'])} ± {_fmt(r['ndcg10_shuffled_sd'])} ({r['shuffles']}) | "
-            f"{_fmt(r['tau_psi'])} | {_fmt(r['curve_first'])} | {_fmt(r['curve_last'])} | {_fmt(r['curve_spread'])} | "
-            f"{_fmt(r['calls_per_query'], 1)} | {_fmt(r['prompt_tokens_per_query'], 0)} | "
-            f"{_fmt(r['seconds_per_query'], 3)} | {r['parse_failures']} |"
+            f"{fmt(r['ndcg10_original'])} | "
+            f"{fmt(r['ndcg10_shuffled_mean'])} ± {fmt(r['ndcg10_shuffled_sd'])} ({r['shuffles']}) | "
+            f"{fmt(r['tau_psi'])} | {fmt(r['curve_first'])} | {fmt(r['curve_last'])} | {fmt(r['curve_spread'])} | "
+            f"{fmt(r['calls_per_query'], 1)} | {fmt(r['prompt_tokens_per_query'], 0)} | "
+            f"{fmt(r['seconds_per_query'], 3)} | {r['parse_failures']} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -81,7 +82,7 @@ def augmentation_table(tables: dict[str, pl.DataFrame], dataset: str) -> str:
         cells = []
         for t in best.values():
             total = t["count"].sum()
-            cells.append(_fmt(t["count"][i] / total if total else math.nan, 3))
+            cells.append(fmt(t["count"][i] / total if total else math.nan, 3))
         lines.append(f"| {p + 1} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -131,15 +132,15 @@ def stability_table(stability: pl.DataFrame, train_seconds: dict[str, float]) ->
     for r in plain.iter_rows(named=True):
         seconds = train_seconds.get(r["model"])
         lines.append(
-            f"| {r['model']} | {r['dataset']} | {r['retriever']} | {r['queries']} | {_fmt(r['ndcg10_canonical'])} | "
-            f"{_fmt(r['ndcg10'])} | {_fmt(r['tau_psi'])} ({r['presentations']}) | {_fmt(r['jaccard'])} | "
-            f"{_fmt(r['f1'])} | {_fmt(r['threshold'], 3)} | {_fmt(seconds, 0) if seconds is not None else '–'} |")
+            f"| {r['model']} | {r['dataset']} | {r['retriever']} | {r['queries']} | {fmt(r['ndcg10_canonical'])} | "
+            f"{fmt(r['ndcg10'])} | {fmt(r['tau_psi'])} ({r['presentations']}) | {fmt(r['jaccard'])} | "
+            f"{fmt(r['f1'])} | {fmt(r['threshold'], 3)} | {fmt(seconds, 0) if seconds is not None else '–'} |")
     lines += ["", "BSC@K: mean score over K shuffles, then sorted; presentations = disjoint groups of K shuffles.", "",
               "| model | dataset | K | presentations | nDCG@10 | τ-PSI | retention Jaccard | calls/query |",
               "|" + "---|" * 8]
     for r in stability.sort("dataset", "model", "k").iter_rows(named=True):
-        lines.append(f"| {r['model']} | {r['dataset']} | {r['k']} | {r['presentations']} | {_fmt(r['ndcg10'])} | "
-                     f"{_fmt(r['tau_psi'])} | {_fmt(r['jaccard'])} | {_fmt(r['calls_per_query'], 1)} |")
+        lines.append(f"| {r['model']} | {r['dataset']} | {r['k']} | {r['presentations']} | {fmt(r['ndcg10'])} | "
+                     f"{fmt(r['tau_psi'])} | {fmt(r['jaccard'])} | {fmt(r['calls_per_query'], 1)} |")
     return "\n".join(lines) + "\n"
 
 

@@ -17,8 +17,8 @@ from tqdm import tqdm
 
 from posbias import orders
 from posbias.data.collection import passage_texts
-from posbias.runs import strictly_decreasing
 from posbias.rerankers import Reranker, Window
+from posbias.runs import strictly_decreasing
 from posbias.windows import sliding_windows
 
 

@@ -25,6 +25,7 @@ import numpy as np
 import polars as pl
 
 from posbias import metrics
+from posbias.runs import canonical
 
 
 def scores_by_query(run: pl.DataFrame) -> dict[str, dict[str, float]]:
@@ -48,8 +49,6 @@ def bsc_presentations(shuffled: list[dict[str, dict[str, float]]], k: int,
 
 
 def _run(scores: dict[str, dict[str, float]]) -> pl.DataFrame:
-    from posbias.runs import canonical
-
     rows = [(q, d, s) for q, docs in scores.items() for d, s in docs.items()]
     return canonical(pl.DataFrame(rows, schema={"query_id": pl.String, "doc_id": pl.String, "score": pl.Float64},
                                   orient="row"))

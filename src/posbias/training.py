@@ -180,7 +180,7 @@ def objective(logits: torch.Tensor, batch: dict, id_tokens: list[int], spec: Tra
 def _trainer_class():
     from transformers import Trainer, TrainerCallback
 
-    class ListwiseTrainer(Trainer):
+    class RerankerTrainer(Trainer):
         """``Trainer`` whose loss is :func:`objective` (listwise) or :func:`posbias.ocsft.pointwise_objective`;
         logs the loss parts. For the pointwise family it tells the collator the epoch (view seeds)."""
 
@@ -216,7 +216,7 @@ def _trainer_class():
             self._parts = {}
             super().log(logs, *args, **kwargs)
 
-    return ListwiseTrainer
+    return RerankerTrainer
 
 
 class Preempted(RuntimeError):

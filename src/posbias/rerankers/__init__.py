@@ -43,17 +43,14 @@ class Reranker(Protocol):
 def build(spec: dict, path: str | None, grades: dict[str, dict[str, int]], seed: int, device: str,
           word_budget: int) -> Reranker:
     """The reranker a ``models:`` entry describes (``path`` resolved for causal LMs)."""
-    if spec["kind"] == "simulated" and spec.get("mode") == "grades":
-        from posbias.rerankers.simulated import SimulatedGrader
-
-        return SimulatedGrader(grades, window=spec["grade_window"], order_noise=spec["order_noise"], prior=spec["prior"],
-                               strength=spec["strength"], noise=spec["noise"],
-                               relevance_weight=spec["relevance_weight"], seed=seed)
     if spec["kind"] == "simulated":
-        from posbias.rerankers.simulated import SimulatedReranker
+        from posbias.rerankers.simulated import SimulatedGrader, SimulatedReranker
 
-        return SimulatedReranker(grades, prior=spec["prior"], strength=spec["strength"], noise=spec["noise"],
-                                 relevance_weight=spec["relevance_weight"], seed=seed, bias_space=spec["bias_space"])
+        common = {"prior": spec["prior"], "strength": spec["strength"], "noise": spec["noise"],
+                  "relevance_weight": spec["relevance_weight"], "seed": seed}
+        if spec.get("mode") == "grades":
+            return SimulatedGrader(grades, window=spec["grade_window"], order_noise=spec["order_noise"], **common)
+        return SimulatedReranker(grades, bias_space=spec["bias_space"], **common)
     from posbias.rerankers.lm import LMSpec
 
     lm = LMSpec(path=path, dtype=spec["dtype"], max_context=spec["max_context"],
