@@ -16,7 +16,7 @@ Results tree (git-ignored; see docs/architecture.md):
   results/silver/{dataset}/{teacher}/t{shuffles}.parquet   OC-SFT silver labels (view 0 + T teacher shuffles)
   results/metrics/stability/{model}/{dataset}/{retriever}.parquet, results/tables/stability.md,
   results/figures/bsc_curve.png                            quality vs decision stability, BSC@K
-  results/paper/{table}.{md,csv,tex}                       the papers' tables from existing results
+  results/paper/{table}.{md,csv,tex}, {figure}.{png,pdf}    the papers' tables and figures from existing results
 logs/ and benchmarks/ hold one file per job.
 
 Stage targets: `snakemake data`, `snakemake retrieval`, `snakemake evaluation`, `snakemake reranking`,

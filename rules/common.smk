@@ -19,6 +19,7 @@ for skipped in pbconfig.drop_unavailable(config):
     print(f"posbias: dataset {skipped!r} is optional and its files are missing; skipped", file=sys.stderr)
 try:
     pbconfig.check_grid(config)
+    pbconfig.expand_seeds(config)
     pbconfig.register_trained_models(config)
     pbconfig.check_experiments(config)
 except ValueError as exc:

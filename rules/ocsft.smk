@@ -71,12 +71,16 @@ rule stability_table:
             caption="../docs/captions/stability.rst",
             category="OC-SFT",
         ),
+        csv="results/tables/stability.csv",
+        tex="results/tables/stability.tex",
         figure=report(
             "results/figures/bsc_curve.png",
             caption="../docs/captions/stability.rst",
             category="OC-SFT",
         ),
         figure_pdf="results/figures/bsc_curve.pdf",
+    params:
+        references=[name for name, run in config["training"].items() if run["method"] == "ocsft"],
     log:
         "logs/tables/stability.log",
     benchmark:

@@ -12,6 +12,7 @@ rule propensity_samples:
         seed=config["seed"],
     wildcard_constraints:
         model=alternation([PROPENSITY.get("model") or "__none__"]),
+    priority: 10  # between two training jobs on the DAG's longest chain
     log:
         "logs/propensity/{model}/samples.log",
     benchmark:
@@ -43,6 +44,7 @@ rule propensity_rerank:
         device=config["device"],
     wildcard_constraints:
         model=alternation([PROPENSITY.get("model") or "__none__"]),
+    priority: 10  # between two training jobs on the DAG's longest chain
     log:
         "logs/propensity/{model}/reranked.log",
     benchmark:
@@ -73,6 +75,7 @@ rule propensity_estimate:
         smoothing=PROPENSITY["smoothing"],
     wildcard_constraints:
         model=alternation([PROPENSITY.get("model") or "__none__"]),
+    priority: 10  # between two training jobs on the DAG's longest chain
     log:
         "logs/propensity/{model}/omega.log",
     benchmark:

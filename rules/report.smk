@@ -2,7 +2,8 @@
 # existing results; nothing here retrains or reranks. `snakemake --report results/report.html`
 # gathers them with their captions.
 
-PAPER_TABLES = ["original_vs_shuffled", "retrievers", "capcal", "ablations"]
+PAPER_TABLES = ["position_bias", "original_vs_shuffled", "retrievers", "capcal", "ablations"]
+PAPER_FIGURES = ["position_curve", "inference_vs_training", "ablation_curves"]
 
 
 rule paper_table:
@@ -37,6 +38,36 @@ rule paper_table:
         "../workflow/scripts/paper_table.py"
 
 
+rule paper_figure:
+    input:
+        metrics=[f"results/metrics/rerank/{m}/{d}/{r}/{b}.parquet" for m, d, r, b in SUMMARIES],
+        curves=[f"results/metrics/rerank/{m}/{d}/{r}/{b}.curve.parquet" for m, d, r, b in SUMMARIES],
+    output:
+        png=report(
+            "results/paper/{figure}.png",
+            caption="../docs/captions/paper_figure.rst",
+            category="Paper figures",
+            subcategory="{figure}",
+        ),
+        pdf="results/paper/{figure}.pdf",
+    params:
+        training=config.get("training", {}),
+    wildcard_constraints:
+        figure=alternation(PAPER_FIGURES),
+    log:
+        "logs/paper/{figure}.log",
+    benchmark:
+        "benchmarks/paper/{figure}.tsv"
+    conda:
+        "../envs/eval.yaml"
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    script:
+        "../workflow/scripts/paper_figure.py"
+
+
 rule report:
     input:
         expand("results/paper/{table}.{ext}", table=PAPER_TABLES, ext=["md", "csv", "tex"]) if SUMMARIES else [],
+        expand("results/paper/{figure}.{ext}", figure=PAPER_FIGURES, ext=["png", "pdf"]) if SUMMARIES else [],

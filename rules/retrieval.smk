@@ -1,4 +1,4 @@
-# Stage `retrieval`: first-stage runs per dataset x retriever (bm25, dense, splade, rrf, imported:<name>).
+# Stage `retrieval`: first-stage runs per dataset x retriever (bm25, dense, splade, rrf, oracle, imported:<name>).
 
 
 rule build_tiny_model:
@@ -80,6 +80,32 @@ rule retrieve:
         runtime=120,
     script:
         "../workflow/scripts/retrieve.py"
+
+
+rule retrieve_oracle:
+    # A simulated first stage of known quality: qrels grade + seeded noise (posbias.retrieval.oracle).
+    input:
+        queries="results/data/{dataset}/queries.parquet",
+        qrels="results/data/{dataset}/qrels.parquet",
+    output:
+        run="results/runs/{dataset}/{retriever}.parquet",
+        trec="results/runs/{dataset}/{retriever}.trec",
+    params:
+        spec=retriever_spec,
+        seed=config["seed"],
+    wildcard_constraints:
+        retriever=alternation(retrievers_of("oracle")),
+    log:
+        "logs/runs/{dataset}/{retriever}.log",
+    benchmark:
+        "benchmarks/runs/{dataset}/{retriever}.tsv"
+    conda:
+        "../envs/data.yaml"
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    script:
+        "../workflow/scripts/retrieve_oracle.py"
 
 
 rule import_run:

@@ -70,12 +70,14 @@ rule train:
     params:
         run=lambda w: config["training"][w.model],
         base_path=lambda w: reranker_model_path(config["training"][w.model]["base_model"]),
+        prompt=lambda w: config["models"][config["training"][w.model]["base_model"]]["prompt"],
         word_budget=config["reranking"]["word_budget"],
         seed=config["seed"],
         device=config["device"],
         checkpoints=lambda w: f"results/checkpoints/{w.model}",
     wildcard_constraints:
         model=alternation(TRAINED or ["__none__"]),
+    priority: 10  # the longest chain of the DAG (train, propensity, train again): start it first
     threads: config["threads"]
     log:
         "logs/train/{model}.log",

@@ -70,18 +70,23 @@ def _validated(cfg):
     return cfg
 
 
+def _register(cfg):
+    pbconfig.expand_seeds(cfg)  # as rules/common.smk does
+    pbconfig.register_trained_models(cfg)
+
+
 def test_pointwise_training_cross_references():
     cfg = _validated(copy.deepcopy(DEFAULT))
     cfg["training"]["bad"] = {"method": "ocsft", "base_model": "tiny-first", "data": "synthetic-train", "gpus": 0,
                               "hyper": {}}
     with pytest.raises(ValueError, match="needs a base model in mode grades; 'tiny-first' is in mode 'first'"):
-        pbconfig.register_trained_models(cfg)
+        _register(cfg)
     cfg = _validated(copy.deepcopy(DEFAULT))
     cfg["training"]["tiny-ocsft"]["teacher"] = "sim-linear"
     with pytest.raises(ValueError, match="teacher 'sim-linear' is neither 'qrels' nor a models entry in mode grades"):
-        pbconfig.register_trained_models(cfg)
+        _register(cfg)
     cfg = _validated(copy.deepcopy(DEFAULT))
-    pbconfig.register_trained_models(cfg)
+    _register(cfg)
     assert cfg["models"]["tiny-ocsft"]["mode"] == "grades"
     run = cfg["training"]["tiny-ocsft"]
     assert pbconfig.silver_path(cfg, run) == "results/silver/synthetic-train/qrels/t0.parquet"
@@ -92,8 +97,23 @@ def test_pointwise_training_cross_references():
 
 def test_grades_experiments_take_no_listwise_debiasing():
     cfg = _validated(copy.deepcopy(DEFAULT))
-    pbconfig.register_trained_models(cfg)
+    _register(cfg)
     cfg["reranking"]["experiments"].append({"model": "sim-grades", "dataset": "synthetic", "retriever": "bm25",
                                             "debias": ["none", "permsc@5"]})
     with pytest.raises(ValueError, match="pointwise grades scorer"):
         pbconfig.check_experiments(cfg)
+
+
+def test_training_seeds_expand_to_models_and_experiments():
+    cfg = _validated(copy.deepcopy(DEFAULT))
+    _register(cfg)
+    assert {"toy-first-s1", "toy-first-s2", "toy-debiasfirst-s1", "toy-debiasfirst-s2"} <= set(cfg["training"])
+    assert "toy-first" not in cfg["training"] and cfg["training"]["toy-first-s2"]["seed"] == 2
+    assert pbconfig.variant_of(cfg, "toy-first-s2") == "toy-first" and pbconfig.variant_of(cfg, "sim-linear") == "sim-linear"
+    assert cfg["models"]["toy-first-s1"]["prompt"] == "compact"
+    models = [e["model"] for e in cfg["reranking"]["experiments"]]
+    assert "toy-first" not in models and models.count("toy-first-s1") == 1 and "toy-debiasfirst-s2" in models
+    cfg = _validated(copy.deepcopy(DEFAULT))
+    cfg["models"]["toy-first-s1"] = {"kind": "simulated"}
+    with pytest.raises(ValueError, match="makes the model name 'toy-first-s1', which is already taken"):
+        pbconfig.expand_seeds(cfg)

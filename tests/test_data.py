@@ -146,3 +146,46 @@ def test_irds_cranfield_from_primed_cache(irds_home):
         "print(c.corpus.height, c.queries.height, c.qrels.height)"
     )
     assert out.stdout.split() == ["1400", "225", "1837"], out.stderr[-2000:]
+
+
+def test_toy_task_grades_listwise_order_and_oracle_agree():
+    from posbias.data import toy
+    from posbias.retrieval import oracle
+
+    spec = toy.ToySpec(seed=7, n_test_queries=5, n_train_queries=40)
+    train = toy.generate(spec, "train")
+    assert train.queries.height == 40 and train.corpus.height == 40 * 20
+    keys = {f"w{i}" for i in range(spec.keys)}
+    grades = dict(zip(train.qrels["doc_id"], train.qrels["relevance"]))
+    for doc_id, text in zip(train.corpus["doc_id"], train.corpus["text"]):
+        assert len(text.split()) == 3 and sum(w in keys for w in text.split()) == grades[doc_id]
+    per_query = train.qrels.group_by("query_id").agg(pl.col("relevance").sort(descending=True))
+    assert all(r == [2, 1, 1, 1] + [0] * 16 for r in per_query["relevance"].to_list())
+    assert not set(" ".join(train.queries["text"]).split()) & keys  # queries carry no relevance signal
+    # the training lists' input order is the oracle first stage with the same seed and noise
+    run, empty = oracle.search(train.qrels, train.queries, spec.first_stage_noise, 20, spec.seed)
+    assert not empty
+    first = {q: g.sort("rank")["doc_id"].to_list() for (q,), g in run.group_by("query_id")}
+    for rec in train.listwise.iter_rows(named=True):
+        assert rec["doc_ids"] == first[rec["query_id"]]
+        assert [grades[d] for d in rec["teacher_ranking"]] == sorted((grades[d] for d in rec["doc_ids"]), reverse=True)
+    # biased but not ideal: the best passage is first for some queries, not all
+    at_one = sum(grades[rec["doc_ids"][0]] == 2 for rec in train.listwise.iter_rows(named=True)) / 40
+    assert 0.2 < at_one < 0.8
+    test = toy.generate(spec, "test")
+    assert test.listwise is None and not set(test.corpus["doc_id"]) & set(train.corpus["doc_id"])
+    assert toy.generate(spec, "test").corpus.equals(test.corpus)
+
+
+def test_oracle_noise_dial():
+    from posbias.retrieval import oracle
+
+    qrels = pl.DataFrame({"query_id": ["q"] * 20, "doc_id": [f"d{i:02d}" for i in range(20)],
+                          "relevance": [3 - i // 5 for i in range(20)]})
+    queries = pl.DataFrame({"query_id": ["q", "unjudged"], "text": ["a", "b"]})
+    ideal, empty = oracle.search(qrels, queries, 0.0, 10, seed=1)
+    assert empty == ["unjudged"] and ideal.height == 10
+    assert ideal["doc_id"].to_list()[:5] == [f"d{i:02d}" for i in range(5)]  # grade 3 first, ties by doc id
+    noisy, _ = oracle.search(qrels, queries, 5.0, 20, seed=1)
+    assert noisy["doc_id"].to_list() != sorted(noisy["doc_id"].to_list())
+    assert oracle.search(qrels, queries, 5.0, 20, seed=1)[0].equals(noisy)

@@ -149,3 +149,31 @@ def test_sequential_capcal_for_generation(tiny):
     zero = GenerationReranker(LMSpec(str(tiny))).rank_calibrated(
         windows, lambda p, q: capcal_scores(p, q, alpha=0.0), "")[0]
     assert plain.order == zero.order
+
+
+def test_compact_prompt_puts_identifiers_after_passages():
+    text = prompts.compact_text("w7 w8", ["w1 w9 w10", "w11 w12 w13"])
+    assert text == "query : w7 w8 w1 w9 w10 [A] w11 w12 w13 [B] query : w7 w8 answer : "
+    with pytest.raises(ValueError, match="listwise only"):
+        prompts.render(None, "q", ["p"], message=prompts.grades_message, style="compact")
+    with pytest.raises(ValueError, match="prompt style 'chat'"):
+        prompts.render(None, "q", ["p"], style="chat")
+
+
+def test_word_tokenizer_gives_one_token_per_word(tmp_path):
+    from transformers import AutoTokenizer
+
+    corpus = [" ".join(f"w{(i * 7 + j) % 60}" for j in range(3)) for i in range(200)]
+    build_tiny_causal_lm(corpus, tmp_path / "m", vocab_size=200, hidden=16, layers=1, heads=2, max_length=256,
+                         seed=0, tokenizer="word")
+    tok = AutoTokenizer.from_pretrained(tmp_path / "m")
+    passages = ["w1 w2 w3"] * 20
+    prompt = prompts.render(tok, "w4 w5", passages, max_tokens=256, answer_prefix="[", style="compact")
+    assert len(prompt.input_ids) == 4 + 20 * 6 + 7  # query : q q, 20 x (3 words [ X ]), query : q q answer : [
+    assert "<unk>" not in tok.convert_ids_to_tokens(prompt.input_ids)
+    assert tok.convert_ids_to_tokens(identifier_token_ids(tok)) == list(prompts.IDENTIFIERS)
+    scores = FirstReranker(LMSpec(str(tmp_path / "m"), prompt="compact")).rank(
+        [Window("q", "w4 w5", [f"d{i}" for i in range(20)], passages)])[0].scores
+    assert len(scores) == 20
+    with pytest.raises(ValueError, match="tiny.tokenizer 'char'"):
+        build_tiny_causal_lm(corpus, tmp_path / "x", 200, 16, 1, 2, 256, 0, tokenizer="char")

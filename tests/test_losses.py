@@ -3,6 +3,7 @@ import math
 import pytest
 import torch
 
+from posbias import losses
 from posbias.losses import first_rank_loss, ips_weights, joint_loss, lm_loss, rank_ips_loss
 
 
@@ -115,3 +116,14 @@ def test_consistency_weight_warms_up_linearly():
 
     assert [consistency_weight(s, 5.0, 500) for s in (0, 100, 250, 500, 1000)] == [0.0, 1.0, 2.5, 5.0, 5.0]
     assert consistency_weight(0, 3.0, 0) == 3.0
+
+
+def test_first_identifier_loss_is_constrained_cross_entropy():
+    scores = torch.tensor([[0.0, 2.0, 1.0, 5.0], [1.0, 0.0, 3.0, 0.0]])
+    gold = torch.tensor([[1, 0, 2, 3], [0, 1, -1, -1]])  # row 2: a list of 2, padded
+    expected = (torch.logsumexp(scores[0], 0) - 2.0 + torch.logsumexp(scores[1, :2], 0) - 1.0) / 2
+    assert losses.first_identifier_loss(scores, gold).item() == pytest.approx(expected.item(), rel=1e-6)
+    # padding logits do not matter
+    padded = scores.clone()
+    padded[1, 2:] = 100.0
+    assert losses.first_identifier_loss(padded, gold).item() == pytest.approx(expected.item(), rel=1e-6)

@@ -59,3 +59,59 @@ def test_write_gives_markdown_csv_and_booktabs(tmp_path):
     assert pl.read_csv(csv)["value"][0] == 0.5
     text = tex.read_text()
     assert "\\toprule" in text and "\\bottomrule" in text and "a\\_b" in text and "\\dag" in text
+
+
+TRAINING = {"m-s1": {"variant": "m", "seed": 1, "method": "first", "aug": "noaug"},
+            "m-s2": {"variant": "m", "seed": 2, "method": "first", "aug": "noaug"}}
+
+
+def test_seeds_are_one_row_with_mean_and_sd():
+    n = 12
+    seed1 = _metrics("m-s1", {"original": [0.8] * n, "shuffled-0": [0.4] * n, "shuffled-1": [0.6] * n})
+    seed2 = _metrics("m-s2", {"original": [0.6] * n, "shuffled-0": [0.2] * n, "shuffled-1": [0.4] * n})
+    table = paper.original_vs_shuffled(pl.concat([seed1, seed2]), TRAINING)
+    row = table.data.row(0, named=True)
+    assert table.data.height == 1 and row["model"] == "m" and row["seeds"] == 2 and row["queries"] == n
+    assert row["ndcg10_original"] == pytest.approx(0.7) and row["ndcg10_original_sd"] == pytest.approx(0.1414, abs=1e-4)
+    assert row["ndcg10_shuffled"] == pytest.approx(0.4) and row["ndcg10_shuffled_sd"] == pytest.approx(0.1414, abs=1e-4)
+    assert table.view["d (bm25)"][0].startswith("0.7000 ± 0.1414 / 0.4000 ± 0.1414")
+
+
+def _curve(model, values, debias="none"):
+    return pl.DataFrame({"model": model, "dataset": "d", "retriever": "bm25", "debias": debias,
+                         "position": list(range(1, len(values) + 1)), "queries": 10, "ndcg10": 0.5,
+                         "target_ndcg10": values, "target_mrr": values, "target_rank": 1.0})
+
+
+def _summary(model, original, shuffled):
+    return pl.DataFrame({"model": [model], "dataset": ["d"], "retriever": ["bm25"], "debias": ["none"],
+                         "ndcg10_original": [original], "ndcg10_shuffled_mean": [shuffled]})
+
+
+def test_position_bias_spread_over_seeds_and_single_models():
+    curves = pl.concat([_curve("m-s1", [1.0, 0.9, 0.0]), _curve("m-s2", [1.0, 0.5, 0.2]),
+                        _curve("flat", [0.7, 0.7, 0.7]), _curve("flat", [0.1, 0.9, 0.1], debias="capcal")])
+    summaries = pl.concat([_summary("m-s1", 0.9, 0.5), _summary("m-s2", 0.8, 0.3), _summary("flat", 0.7, 0.7)])
+    table = paper.position_bias(summaries, curves, TRAINING)
+    rows = {r["model"]: r for r in table.data.iter_rows(named=True)}
+    assert rows["m"]["spread"] == pytest.approx(0.9) and rows["m"]["spread_sd"] == pytest.approx(math.sqrt(0.02))
+    assert rows["m"]["ndcg10_shuffled"] == pytest.approx(0.4) and rows["m"]["positions"] == 3
+    assert rows["flat"]["spread"] == 0 and math.isnan(rows["flat"]["spread_sd"]) and rows["flat"]["seeds"] == 1
+    view = {r["model"]: r for r in table.view.iter_rows(named=True)}
+    assert view["flat"]["curve spread (nDCG@10)"] == "0.000" and "±" in view["m"]["nDCG@10 shuffled"]
+
+
+def test_figures_are_written_as_png_and_pdf(tmp_path):
+    curves = pl.concat([_curve("m-s1", [1.0, 0.9, 0.0]), _curve("m-s2", [1.0, 0.5, 0.2])])
+    metrics = pl.concat([_metrics(m, {"original": [0.9] * 4, "shuffled-0": [0.5] * 4, "shuffled-1": [0.6] * 4},
+                                  debias=d) for m in ("m-s1", "m-s2") for d in ("none", "permsc@3")])
+    for name in paper.FIGURES:
+        paper.draw(name, metrics, curves, TRAINING, tmp_path / f"{name}.png")
+        assert (tmp_path / f"{name}.png").stat().st_size > 5_000
+        assert (tmp_path / f"{name}.pdf").read_bytes()[:5] == b"%PDF-"
+    by_k = paper.inference_vs_training_figure(metrics, TRAINING, tmp_path / "f5.png")
+    assert by_k.sort("k")["k"].to_list() == [1, 3] and by_k["value"].to_list() == pytest.approx([0.55, 0.55])
+    with pytest.raises(ValueError, match="unknown paper figure"):
+        paper.draw("nope", metrics, curves, TRAINING, tmp_path / "x.png")
+    seeds = paper.seed_curves(curves, TRAINING)
+    assert seeds["seeds"].to_list() == [2, 2, 2] and seeds["target_ndcg10"].to_list() == pytest.approx([1.0, 0.7, 0.1])

@@ -295,3 +295,25 @@ def test_view_orders_per_method():
     assert view_orders("single_order", 6, 3, 0, "q", 0, 0) == [identity]
     perm = view_orders("perm_aug", 20, 2, 0, "q", 0, 0)
     assert len(perm) == 1 and perm[0] != list(range(20))
+
+
+def test_lm_tokens_cut_the_answer_and_identifier_softmax_needs_one_token(setup):
+    root, listwise = setup
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(root / "base")
+    full = encode_instances(tokenizer, listwise.head(1), 300, 2048)[0]
+    first = encode_instances(tokenizer, listwise.head(1), 300, 2048, lm_tokens=1)[0]
+    assert first["input_ids"] == full["input_ids"][: first["rank_position"] + 2]
+    labelled = [t for t in first["labels"] if t != -100]
+    rec = listwise.row(0, named=True)
+    assert tokenizer.decode(labelled) == "[" + target_text(rec["doc_ids"], rec["teacher_ranking"])[0]
+    with pytest.raises(ValueError, match="set lm_tokens: 1"):
+        TrainSpec(lm_softmax="identifiers")
+    batch = ListwiseCollator(tokenizer.pad_token_id)([first])
+    logits = torch.randn(1, len(first["input_ids"]), len(tokenizer))
+    ids = identifier_token_ids(tokenizer)
+    _, parts = objective(logits, batch, ids, TrainSpec(lm_tokens=1, lm_softmax="identifiers"), None)
+    best = first["gold_rank"].index(0)
+    scores = logits[0, first["rank_position"], ids]
+    assert parts["lm_loss"] == pytest.approx(float(torch.logsumexp(scores, 0) - scores[best]), rel=1e-5)

@@ -54,37 +54,44 @@ def test_default_workflow_end_to_end(workdir, shared_data):
         assert run["query_id"].n_unique() == 100
     listwise = pl.read_parquet(workdir / "results" / "data" / "synthetic-train" / "listwise.parquet")
     assert listwise.height == 300
-    # reranking: the tiny model (First and generation) and the simulated reranker on DL19, with debiasing
+    # the toy story: First trained on biased orders is position-bound, DebiasFirst is not (2 seeds each)
+    story = {r["model"]: r for r in pl.read_csv(workdir / "results" / "paper" / "position_bias.csv").to_dicts()}
+    first, debiased = story["toy-first"], story["toy-debiasfirst"]
+    assert first["seeds"] == 2 and debiased["seeds"] == 2 and first["positions"] == 7
+    assert first["spread"] >= 0.5 and debiased["spread"] <= 0.1, (first, debiased)
+    assert debiased["ndcg10_shuffled"] >= first["ndcg10_shuffled"], (first, debiased)
+    # reranking: the simulated reranker on DL19 with every debiasing method, the generation baseline
     summary = pl.concat([pl.read_parquet(p) for p in (workdir / "results" / "metrics" / "rerank").rglob("*.summary.parquet")])
-    assert set(summary["model"]) == {"tiny-first", "tiny-gen", "sim-linear", "tiny-first-ft", "tiny-debiasfirst",
-                                     "tiny-ocsft", "tiny-single-order", "sim-grades"}
-    sim = {r["debias"]: r for r in summary.filter(pl.col("model") == "sim-linear").to_dicts()}
-    assert set(sim) == {"none", "permsc@10", "capcal", "bsc@10"}
-    assert sim["none"]["dataset"] == "dl19" and sim["none"]["queries"] == 43 and sim["none"]["shuffles"] == 10
+    assert set(summary["model"]) == {"toy-first-s1", "toy-first-s2", "toy-debiasfirst-s1", "toy-debiasfirst-s2",
+                                     "tiny-gen", "sim-linear", "tiny-ocsft", "tiny-single-order", "sim-grades"}
+    sim = {r["debias"]: r for r in summary.filter((pl.col("model") == "sim-linear") & (pl.col("dataset") == "dl19")).to_dicts()}
+    assert set(sim) == {"none", "permsc@3", "capcal", "bsc@3"}
+    assert sim["none"]["queries"] == 43 and sim["none"]["shuffles"] == 3
     assert sim["none"]["tau_psi"] > 0.01  # a linear positional prior makes the ranking order-sensitive ...
     assert sim["none"]["curve_first"] > sim["none"]["curve_last"]  # ... and favours early positions
-    for method in ("permsc@10", "bsc@10"):  # aggregating 10 views lowers the sensitivity, at 10x the calls
+    for method in ("permsc@3", "bsc@3"):  # aggregating 3 views lowers the sensitivity, at 3x the calls
         assert sim[method]["tau_psi"] < sim["none"]["tau_psi"]
-        assert sim[method]["calls_per_query"] == pytest.approx(10 * sim["none"]["calls_per_query"])
-    first = {r["debias"]: r for r in summary.filter(pl.col("model") == "tiny-first").to_dicts()}
-    assert set(first) == {"none", "permsc@10", "capcal", "bsc@10"}
-    assert 0 <= first["none"]["ndcg10_original"] <= 1 and first["none"]["tau_psi"] > 0
-    assert first["none"]["prompt_tokens_per_query"] > 1000  # 20 passages of the synthetic collection
+        assert sim[method]["calls_per_query"] == pytest.approx(3 * sim["none"]["calls_per_query"])
+    toy = {r["debias"]: r for r in summary.filter(pl.col("model") == "toy-first-s1").to_dicts()}
+    assert set(toy) == {"none", "permsc@3"} and toy["none"]["queries"] == 100
+    assert toy["none"]["prompt_tokens_per_query"] == 131  # the compact prompt, one token per word
     table = (workdir / "results" / "tables" / "rerank.md").read_text()
-    assert "| sim-linear | dl19 | imported:bm25 | none | 43 |" in table and "| tiny-first | synthetic | bm25 | capcal |" in table
-    # DebiasFirst branch: omega of the tiny model, augmented sets, two fine-tuned models that rerank
-    omega = pl.read_parquet(workdir / "results" / "propensity" / "tiny-first" / "omega.parquet")
+    assert "| sim-linear | dl19 | imported:bm25 | none | 43 |" in table and "| toy-first-s1 | toy | biased | permsc@3 |" in table
+    # DebiasFirst branch: omega of the first seed's First model, augmented sets, continued training
+    omega = pl.read_parquet(workdir / "results" / "propensity" / "toy-first-s1" / "omega.parquet")
     assert omega.height == 400 and omega["omega"].sum() == pytest.approx(1.0)
     row_sums = omega.group_by("input_position").agg(pl.col("omega").sum())["omega"]
     assert row_sums.to_list() == pytest.approx([1 / 20] * 20)  # every position is shown equally often
-    posaug = pl.read_parquet(workdir / "results" / "train" / "synthetic-train" / "posaug.parquet")
-    assert posaug.height == 4 * 300
-    for name in ("tiny-first-ft", "tiny-debiasfirst"):
+    posaug = pl.read_parquet(workdir / "results" / "train" / "toy-train" / "posaug.parquet")
+    assert posaug.height == 4 * 12800
+    for name, steps in (("toy-first-s2", 400), ("toy-debiasfirst-s2", 400)):
         meta = json.loads((workdir / "results" / "models" / name / "posbias_training.json").read_text())
-        assert meta["steps"] == 30
+        assert meta["steps"] == steps
         curve = pl.read_parquet(workdir / "results" / "metrics" / "train" / f"{name}.parquet")
-        assert curve.height == 6 and curve["lm_loss"].is_not_nan().all()
-    figure = workdir / "results" / "figures" / "position_curve.png"
+        assert curve["lm_loss"].is_not_nan().all() and curve["lm_loss"][-1] < curve["lm_loss"][0]
+    assert json.loads((workdir / "results" / "models" / "toy-debiasfirst-s2" / "posbias_training.json")
+                      .read_text())["base_model"].endswith("toy-first-s2")
+    figure = workdir / "results" / "paper" / "position_curve.png"
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and figure.stat().st_size > 10_000
     # OC-SFT branch: qrels silver labels, ocsft and single_order trained, the quality-vs-stability table
     silver = pl.read_parquet(workdir / "results" / "silver" / "synthetic-train" / "qrels" / "t0.parquet")
@@ -96,22 +103,28 @@ def test_default_workflow_end_to_end(workdir, shared_data):
     stab = pl.concat([pl.read_parquet(p) for p in (workdir / "results" / "metrics" / "stability").rglob("*.parquet")])
     assert set(stab["model"]) == {"tiny-ocsft", "tiny-single-order", "sim-grades"}
     sim = {r["k"]: r for r in stab.filter(pl.col("model") == "sim-grades").to_dicts()}
-    assert sim[1]["presentations"] == 10 and 0.05 < sim[1]["tau_psi"] and sim[1]["jaccard"] < 0.9
-    assert sim[5]["jaccard"] > sim[1]["jaccard"]  # BSC over 5 shuffles steadies the retained set
+    assert sim[1]["presentations"] == 6 and 0.05 < sim[1]["tau_psi"] and sim[1]["jaccard"] < 0.9
+    assert sim[3]["jaccard"] > sim[1]["jaccard"]  # BSC over 3 shuffles steadies the retained set
     table = (workdir / "results" / "tables" / "stability.md").read_text()
-    assert "| tiny-ocsft | synthetic | bm25 | 20 |" in table and "| sim-grades | dl19 | imported:bm25 | 43 |" in table
+    assert "| tiny-ocsft | synthetic · bm25 | 1 | 20 |" in table and "| sim-grades | dl19 · imported:bm25 | 1 | 43 |" in table
+    assert "\\toprule" in (workdir / "results" / "tables" / "stability.tex").read_text()
     assert (workdir / "results" / "figures" / "bsc_curve.png").stat().st_size > 10_000
     # the report stage: the papers' tables in three formats, rebuilt without rerunning anything upstream
-    for name in ("original_vs_shuffled", "retrievers", "capcal", "ablations"):
+    for name in ("position_bias", "original_vs_shuffled", "retrievers", "capcal", "ablations"):
         for ext in ("md", "csv", "tex"):
             assert (workdir / "results" / "paper" / f"{name}.{ext}").stat().st_size > 100
+    for name in ("position_curve", "inference_vs_training", "ablation_curves"):
+        assert (workdir / "results" / "paper" / f"{name}.png").stat().st_size > 10_000
+        assert (workdir / "results" / "paper" / f"{name}.pdf").read_bytes()[:5] == b"%PDF-"
     assert "\\toprule" in (workdir / "results" / "paper" / "capcal.tex").read_text()
-    t1 = pl.read_csv(workdir / "results" / "paper" / "original_vs_shuffled.csv")
-    assert {"tiny-first", "sim-linear", "tiny-debiasfirst"} <= set(t1["model"]) and t1["p_holm"].max() <= 1
-    out = snakemake(workdir, "--cores", "2", "report", "--forcerun", "paper_table")
+    t1 = {r["model"]: r for r in pl.read_csv(workdir / "results" / "paper" / "original_vs_shuffled.csv").to_dicts()}
+    assert {"toy-first", "toy-debiasfirst", "sim-linear"} <= set(t1) and t1["toy-first"]["seeds"] == 2
+    t2 = pl.read_csv(workdir / "results" / "paper" / "retrievers.csv").filter(pl.col("dataset") == "synthetic")
+    assert set(t2["retriever"]) == {"bm25", "dense", "splade", "rrf"}
+    out = snakemake(workdir, "--cores", "2", "report", "--forcerun", "paper_table", "paper_figure")
     assert out.returncode == 0, out.stderr[-3000:]
     reran = {line.split()[-1].rstrip(")") for line in out.stderr.splitlines() if line.startswith("Finished jobid")}
-    assert reran <= {"paper_table", "report"}, reran
+    assert reran <= {"paper_table", "paper_figure", "report"}, reran
     # every job left a log and a benchmark
     n_logs = len(list((workdir / "logs").rglob("*.log")))
     assert n_logs >= 140 and len(list((workdir / "benchmarks").rglob("*.tsv"))) == n_logs
@@ -128,8 +141,8 @@ def test_default_workflow_end_to_end(workdir, shared_data):
 
     ensure_chromium()
     sizes = rendered_figures(workdir / "report.html", workdir / "report-screenshot.png")
-    assert {"results/figures/position_curve.png", "results/figures/bsc_curve.png",
-            "results/propensity/tiny-first/omega.png"} <= set(sizes)
+    assert {"results/paper/position_curve.png", "results/paper/inference_vs_training.png",
+            "results/figures/bsc_curve.png", "results/propensity/toy-first-s1/omega.png"} <= set(sizes)
     assert all(w > 100 and h > 100 for w, h in sizes.values()), sizes
     assert (workdir / "report-screenshot.png").stat().st_size > 10_000
 
@@ -213,7 +226,7 @@ def test_paper_preset_plans_the_whole_dag(workdir):
     assert counts["train"] == 10  # first, debiasfirst and the eight ablation cells
     assert counts["propensity_rerank"] == 1 and counts["augment"] == 3
     assert counts["rerank"] > 400 and counts["rerank_tables"] == 1
-    assert counts["paper_table"] == 4  # every paper table is planned from the preset's results
+    assert counts["paper_table"] == 5 and counts["paper_figure"] == 3  # every paper table and figure
 
 
 def test_ocsft_paper_preset_plans_the_whole_dag(workdir):
@@ -222,4 +235,4 @@ def test_ocsft_paper_preset_plans_the_whole_dag(workdir):
     assert counts["silver_labels"] == 2  # self-distilled: first-stage order, and 10 shuffles for two baselines
     assert counts["stability"] == 12 and counts["stability_table"] == 1
     assert counts["rerank"] == 12 * (1 + 100 + 20)
-    assert counts["paper_table"] == 4
+    assert counts["paper_table"] == 5 and counts["paper_figure"] == 3

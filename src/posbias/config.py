@@ -200,7 +200,49 @@ def is_grades(config: dict, model: str) -> bool:
 def listwise_datasets(config: dict) -> list[str]:
     """Datasets that carry listwise training instances."""
     return [name for name, spec in config["datasets"].items()
-            if spec["source"] == "listwise" or (spec["source"] == "synthetic" and spec.get("split") == "train")]
+            if spec["source"] == "listwise" or (spec["source"] in ("synthetic", "toy") and spec.get("split") == "train")]
+
+
+def expand_seeds(config: dict) -> None:
+    """Replace each training entry with ``seeds: [s, …]`` by one entry ``<name>-s<s>`` per seed (with
+    ``seed`` and ``variant: <name>``), and each reranking experiment on ``<name>`` by one per seed's model.
+    A seeded entry whose ``base_model`` is another seeded entry continues from that entry's model of
+    the same seed.
+
+    The seed is part of the model's name, so every downstream file path carries it like any other
+    model; :func:`variant_of` maps a model back to the training entry it is a seed of.
+    """
+    training = config.get("training", {})
+    expanded: dict[str, list[str]] = {}
+    for name in list(training):
+        run = training.pop(name)
+        seeds = run.pop("seeds", None)
+        if seeds is None:
+            training[name] = run
+            continue
+        expanded[name] = [f"{name}-s{seed}" for seed in seeds]
+        for seed, model in zip(seeds, expanded[name]):
+            if model in training or model in config.get("models", {}):
+                raise ValueError(f"config: training.{name} seed {seed} makes the model name {model!r}, "
+                                 "which is already taken; rename one of them")
+            training[model] = {**run, "seed": seed, "variant": name}
+    for name, models in expanded.items():
+        for model in models:
+            run = training[model]
+            if run["base_model"] in expanded:
+                base = f"{run['base_model']}-s{run['seed']}"
+                if base not in training:
+                    raise ValueError(f"config: training.{name} (seed {run['seed']}) continues from "
+                                     f"{run['base_model']!r}, which has no seed {run['seed']}; give both the same seeds")
+                run["base_model"] = base
+    rr = config.get("reranking", {})
+    rr["experiments"] = [{**e, "model": model} for e in rr.get("experiments", [])
+                         for model in expanded.get(e["model"], [e["model"]])]
+
+
+def variant_of(config: dict, model: str) -> str:
+    """The training entry a model is one seed of (``training.<name>.seeds``), else the model itself."""
+    return config.get("training", {}).get(model, {}).get("variant", model)
 
 
 def register_trained_models(config: dict) -> None:
@@ -208,34 +250,48 @@ def register_trained_models(config: dict) -> None:
 
     Raises ValueError with one line on a bad cross-reference.
     """
-    for name, run in config.get("training", {}).items():
-        where = f"config: training.{name}"
-        base = config["models"].get(run["base_model"])
-        if base is None or base["kind"] != "causal_lm":
-            raise ValueError(f"{where}.base_model {run['base_model']!r} is not a models entry of kind causal_lm")
-        pointwise = run["method"] in POINTWISE_METHODS
-        if pointwise != (base.get("mode") == "grades"):
-            raise ValueError(f"{where}: method {run['method']!r} needs a base model in mode "
-                             f"{'grades' if pointwise else 'first'}; {run['base_model']!r} is in mode {base.get('mode')!r}")
-        if pointwise:
-            teacher = silver_teacher(config, run)
-            if teacher != "qrels" and not (teacher in config["models"] and is_grades(config, teacher)):
-                raise ValueError(f"{where}: silver-label teacher {teacher!r} is neither 'qrels' nor a models entry in mode grades")
-            if run["data"] not in config["datasets"]:
-                raise ValueError(f"{where}.data {run['data']!r} is not a datasets entry")
-            if config["ocsft"]["retriever"] not in dataset_retrievers(config, run["data"]):
-                raise ValueError(f"{where}: ocsft.retriever {config['ocsft']['retriever']!r} is not run on {run['data']!r}")
-        elif run["data"] not in listwise_datasets(config):
-            raise ValueError(f"{where}.data {run['data']!r} has no listwise training instances "
-                             "(use a `listwise` dataset or a synthetic `train` split)")
-        if run["method"] in IPS_METHODS and not config.get("propensity", {}).get("model"):
-            raise ValueError(f"{where}: method {run['method']!r} needs a propensity estimate; set propensity.model")
-        if name in config["models"]:
-            raise ValueError(f"{where}: the name is already a models entry; trained models need their own names")
-        config["models"][name] = {**{k: base[k] for k in ("dtype", "max_context", "attn_implementation",
-                                                         "trust_remote_code", "batch_size", "grade_window") if k in base},
-                                  "kind": "causal_lm", "mode": base["mode"], "path": f"results/models/{name}",
-                                  "trained": True}
+    pending = dict(config.get("training", {}))
+    while pending:  # a run may continue from another run's model: register bases first
+        ready = [n for n, r in pending.items() if r["base_model"] not in pending]
+        if not ready:
+            raise ValueError(f"config: training entries {sorted(pending)} continue from each other in a cycle")
+        for name in ready:
+            _register(config, name, pending.pop(name))
+    _check_propensity(config)
+
+
+def _register(config: dict, name: str, run: dict) -> None:
+    """Check one training entry's cross-references and add its model to ``models``."""
+    where = f"config: training.{name}"
+    base = config["models"].get(run["base_model"])
+    if base is None or base["kind"] != "causal_lm":
+        raise ValueError(f"{where}.base_model {run['base_model']!r} is not a models entry of kind causal_lm")
+    pointwise = run["method"] in POINTWISE_METHODS
+    if pointwise != (base.get("mode") == "grades"):
+        raise ValueError(f"{where}: method {run['method']!r} needs a base model in mode "
+                         f"{'grades' if pointwise else 'first'}; {run['base_model']!r} is in mode {base.get('mode')!r}")
+    if pointwise:
+        teacher = silver_teacher(config, run)
+        if teacher != "qrels" and not (teacher in config["models"] and is_grades(config, teacher)):
+            raise ValueError(f"{where}: silver-label teacher {teacher!r} is neither 'qrels' nor a models entry in mode grades")
+        if run["data"] not in config["datasets"]:
+            raise ValueError(f"{where}.data {run['data']!r} is not a datasets entry")
+        if config["ocsft"]["retriever"] not in dataset_retrievers(config, run["data"]):
+            raise ValueError(f"{where}: ocsft.retriever {config['ocsft']['retriever']!r} is not run on {run['data']!r}")
+    elif run["data"] not in listwise_datasets(config):
+        raise ValueError(f"{where}.data {run['data']!r} has no listwise training instances "
+                         "(use a `listwise` dataset or a synthetic `train` split)")
+    if run["method"] in IPS_METHODS and not config.get("propensity", {}).get("model"):
+        raise ValueError(f"{where}: method {run['method']!r} needs a propensity estimate; set propensity.model")
+    if name in config["models"]:
+        raise ValueError(f"{where}: the name is already a models entry; trained models need their own names")
+    config["models"][name] = {**{k: base[k] for k in ("dtype", "max_context", "attn_implementation",
+                                                     "trust_remote_code", "batch_size", "grade_window", "prompt") if k in base},
+                              "kind": "causal_lm", "mode": base["mode"], "path": f"results/models/{name}",
+                              "trained": True}
+
+
+def _check_propensity(config: dict) -> None:
     prop = config.get("propensity", {})
     if prop.get("model"):
         if prop["model"] not in config["models"] or config["models"][prop["model"]]["kind"] not in ("causal_lm", "simulated"):

@@ -95,6 +95,15 @@ def lm_loss(logits: torch.Tensor, labels: torch.Tensor, ignore_index: int = -100
     return F.cross_entropy(shift_logits.float(), shift_labels, ignore_index=ignore_index)
 
 
+def first_identifier_loss(scores: torch.Tensor, gold_rank: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy of the teacher's top passage under a softmax over the window's identifier logits:
+    the first answer token's NLL with decoding constrained to the identifiers. ``scores`` (B, k) and
+    ``gold_rank`` (B, k), ranks -1 on padding (lists shorter than k), the top passage has rank 0."""
+    valid = gold_rank >= 0
+    masked = scores.masked_fill(~valid, float("-inf"))
+    return F.cross_entropy(masked, gold_rank.masked_fill(~valid, gold_rank.max() + 1).argmin(dim=-1))
+
+
 def joint_loss(rank: torch.Tensor, lm: torch.Tensor, rank_weight: float = 10.0, lm_weight: float = 1.0) -> torch.Tensor:
     """rank_weight · L_rank + lm_weight · L_LM (defaults reproduce FIRST's reference code)."""
     return rank_weight * rank + lm_weight * lm

@@ -65,33 +65,63 @@ def build_tiny_masked_lm(texts: list[str], out_dir: Path, vocab_size: int, hidde
     _save_atomically(out_dir, BertForMaskedLM(config), tokenizer)
 
 
-def build_tiny_causal_lm(texts: list[str], out_dir: Path, vocab_size: int, hidden: int, layers: int, heads: int,
-                         max_length: int, seed: int) -> None:
-    """A random-initialised Llama-architecture causal LM with a byte-level BPE tokenizer trained on ``texts``.
+SPECIAL_TOKENS = ["<s>", "</s>", "<pad>", "<unk>"]
 
-    The tokenizer isolates ``[``, ``]`` and ``>`` before byte-level pre-tokenisation, so an identifier
-    letter after ``[`` is always the single byte token of that letter (checked by the rerankers);
-    the prompt template's words are added to the training texts so prompts tokenise compactly.
-    """
-    import torch
+
+def _bpe_tokenizer(texts: list[str], vocab_size: int):
+    """Byte-level BPE that isolates ``[``, ``]`` and ``>`` before byte-level pre-tokenisation, so an
+    identifier letter after ``[`` is always the single byte token of that letter; the prompt template's
+    words are added to the training texts so prompts tokenise compactly."""
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
     from posbias.prompts import SYSTEM, user_message
 
-    torch.manual_seed(seed)
     bpe = Tokenizer(models.BPE())
     bpe.pre_tokenizer = pre_tokenizers.Sequence([
         pre_tokenizers.Split(Regex(r"[\[\]>]"), behavior="isolated"),
         pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
     ])
     bpe.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=["<s>", "</s>", "<pad>"],
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
     template = [SYSTEM, user_message("example query", ["passage text"] * 20)]
     bpe.train_from_iterator(list(texts) + template * 50, trainer=trainer)
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, bos_token="<s>", eos_token="</s>", pad_token="<pad>",
-                                        padding_side="left", model_max_length=max_length)
+    return bpe
+
+
+def _word_tokenizer(texts: list[str], vocab_size: int):
+    """A word-level vocabulary (whitespace and punctuation split, so ``[A]`` is ``[`` ``A`` ``]``) of the
+    corpus words plus the compact prompt's words and all identifier letters: one token per word,
+    which is what lets a random-initialised model learn the toy task in CPU-minutes."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+    from posbias.prompts import IDENTIFIERS, compact_text
+
+    words = Tokenizer(models.WordLevel(unk_token="<unk>"))
+    words.pre_tokenizer = pre_tokenizers.Whitespace()
+    trainer = trainers.WordLevelTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS, show_progress=False)
+    template = [compact_text("q", list(IDENTIFIERS)) + "[ > ] Answer:"]
+    words.train_from_iterator(list(texts) + template * 50, trainer=trainer)
+    return words
+
+
+TOKENIZERS = {"bpe": _bpe_tokenizer, "word": _word_tokenizer}
+
+
+def build_tiny_causal_lm(texts: list[str], out_dir: Path, vocab_size: int, hidden: int, layers: int, heads: int,
+                         max_length: int, seed: int, tokenizer: str = "bpe") -> None:
+    """A random-initialised Llama-architecture causal LM (tied embeddings, FFN 3 × hidden) with a
+    tokenizer trained on ``texts``: byte-level BPE (``bpe``, any prompt) or word-level (``word``, for the
+    compact prompt on a small closed vocabulary such as the toy task's)."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    if tokenizer not in TOKENIZERS:
+        raise ValueError(f"tiny.tokenizer {tokenizer!r}: use one of {', '.join(TOKENIZERS)}")
+    torch.manual_seed(seed)
+    trained = TOKENIZERS[tokenizer](texts, vocab_size)
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=trained, bos_token="<s>", eos_token="</s>", pad_token="<pad>",
+                                        unk_token="<unk>", padding_side="left", model_max_length=max_length)
     config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=hidden, intermediate_size=3 * hidden,
                          num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=heads,
                          max_position_embeddings=max_length, tie_word_embeddings=True,

@@ -10,6 +10,12 @@ passages and the query, the passages as ``[A] text`` lines, and a closing instru
 
 Passages are cut to a word budget (300 by default); when the prompt does not fit the model's
 context the budget shrinks until it does. The number of passages cut is reported.
+
+A second listwise style, ``compact`` (a ``models:`` entry's ``prompt``), is for the tiny models the
+default run trains from scratch on CPU: ``query : q passage [A] passage [B] … query : q answer : [``
+with no instruction text and each identifier *after* its passage, so a 20-passage window of
+3-word passages is ~130 word-level tokens instead of ~800. It is read exactly like the full
+prompt (the identifier logits after the final ``[``); it is not meant for pretrained checkpoints.
 """
 
 from __future__ import annotations
@@ -61,6 +67,16 @@ def grades_message(query: str, passages: list[str]) -> str:
     )
 
 
+def compact_text(query: str, passages: list[str]) -> str:
+    """The ``compact`` listwise prompt (see the module docstring); no chat template, no system turn."""
+    ids = identifiers(len(passages))
+    body = " ".join(f"{text} [{i}]" for i, text in zip(ids, passages))
+    return f"query : {query} {body} query : {query} answer : "
+
+
+PROMPT_STYLES = ("rankzephyr", "compact")
+
+
 def truncate_words(text: str, budget: int) -> tuple[str, bool]:
     words = text.split()
     if len(words) <= budget:
@@ -77,23 +93,30 @@ class Prompt:
 
 
 def render(tokenizer, query: str, passages: list[str], word_budget: int = 300, max_tokens: int | None = None,
-           answer_prefix: str = "", message=user_message) -> Prompt:
+           answer_prefix: str = "", message=user_message, style: str = "rankzephyr") -> Prompt:
     """The full prompt text up to the assistant's answer (plus ``answer_prefix``), fitted to ``max_tokens``.
 
     ``message(query, passages)`` writes the user turn: :func:`user_message` (listwise ranking) or
-    :func:`grades_message` (batched pointwise grading).
+    :func:`grades_message` (batched pointwise grading). ``style="compact"`` writes :func:`compact_text`
+    instead (listwise only).
     """
+    if style not in PROMPT_STYLES:
+        raise ValueError(f"prompt style {style!r}: use one of {', '.join(PROMPT_STYLES)}")
+    if style == "compact" and message is not user_message:
+        raise ValueError("the compact prompt style is listwise only; the Grades scorer uses the full prompt")
     budget = word_budget
     while True:
         cut = [truncate_words(p, budget) for p in passages]
-        user = message(query, [c[0] for c in cut])
-        if getattr(tokenizer, "chat_template", None):
+        shown = [c[0] for c in cut]
+        if style == "compact":
+            text = compact_text(query, shown)
+        elif getattr(tokenizer, "chat_template", None):
             text = tokenizer.apply_chat_template(
-                [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}],
+                [{"role": "system", "content": SYSTEM}, {"role": "user", "content": message(query, shown)}],
                 tokenize=False, add_generation_prompt=True,
             )
         else:
-            text = f"{SYSTEM}\n\n{user}\n\n"
+            text = f"{SYSTEM}\n\n{message(query, shown)}\n\n"
         text += answer_prefix
         ids = tokenizer(text, add_special_tokens=True)["input_ids"] if max_tokens else None
         if not max_tokens or len(ids) <= max_tokens or budget <= 1:

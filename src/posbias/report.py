@@ -124,28 +124,10 @@ def loss_figure(curve: pl.DataFrame, path: str | Path, title: str) -> None:
     save_figure(fig, path, 110)
 
 
-def stability_table(stability: pl.DataFrame, train_seconds: dict[str, float]) -> str:
-    """Markdown: quality vs stability per pointwise model (K = 1: the plain model), then every BSC@K row."""
-    lines = ["| model | dataset | retriever | queries | nDCG@10 canonical | nDCG@10 shuffled | τ-PSI (M) "
-             "| retention Jaccard | F1 at τ* | τ* | training s |", "|" + "---|" * 11]
-    plain = stability.filter(pl.col("k") == 1).sort("dataset", "model")
-    for r in plain.iter_rows(named=True):
-        seconds = train_seconds.get(r["model"])
-        lines.append(
-            f"| {r['model']} | {r['dataset']} | {r['retriever']} | {r['queries']} | {fmt(r['ndcg10_canonical'])} | "
-            f"{fmt(r['ndcg10'])} | {fmt(r['tau_psi'])} ({r['presentations']}) | {fmt(r['jaccard'])} | "
-            f"{fmt(r['f1'])} | {fmt(r['threshold'], 3)} | {fmt(seconds, 0) if seconds is not None else '–'} |")
-    lines += ["", "BSC@K: mean score over K shuffles, then sorted; presentations = disjoint groups of K shuffles.", "",
-              "| model | dataset | K | presentations | nDCG@10 | τ-PSI | retention Jaccard | calls/query |",
-              "|" + "---|" * 8]
-    for r in stability.sort("dataset", "model", "k").iter_rows(named=True):
-        lines.append(f"| {r['model']} | {r['dataset']} | {r['k']} | {r['presentations']} | {fmt(r['ndcg10'])} | "
-                     f"{fmt(r['tau_psi'])} | {fmt(r['jaccard'])} | {fmt(r['calls_per_query'], 1)} |")
-    return "\n".join(lines) + "\n"
-
-
-def bsc_figure(stability: pl.DataFrame, path: str | Path) -> None:
-    """nDCG@10, τ-PSI and retention Jaccard of BSC@K against K, one line per model."""
+def bsc_figure(stability: pl.DataFrame, path: str | Path, references: list[str] = ()) -> None:
+    """nDCG@10, τ-PSI and retention Jaccard of BSC@K against K, one line per model; each model in
+    ``references`` (the OC-SFT models) also as a dashed horizontal line at its K = 1 value, the
+    comparison OC-SFT makes: K inference passes of a baseline against one pass of the trained model."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -154,7 +136,10 @@ def bsc_figure(stability: pl.DataFrame, path: str | Path) -> None:
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), constrained_layout=True)
     for (model, dataset), group in stability.sort("k").group_by(["model", "dataset"], maintain_order=True):
         for ax, column in zip(axes, ("ndcg10", "tau_psi", "jaccard")):
-            ax.plot(group["k"], group[column], marker="o", ms=3, label=f"{model} · {dataset}")
+            line, = ax.plot(group["k"], group[column], marker="o", ms=3, label=f"{model} · {dataset}")
+            if model in references:
+                ax.axhline(group.filter(pl.col("k") == 1)[column][0], ls="--", lw=1, color=line.get_color(),
+                           label=f"{model} · {dataset}, K = 1")
     for ax, title in zip(axes, ("nDCG@10", "τ-PSI (lower = more stable)", "retention Jaccard (higher = more stable)")):
         ax.set(xlabel="K (shuffles averaged)", title=title)
         ax.grid(alpha=0.3)

@@ -8,6 +8,8 @@ teacher's slot propensity. One GPU or CPU: in this process. Several GPUs (``trai
 
 from pathlib import Path
 
+import torch
+
 from posbias import propensity, report, schemas, silver
 from posbias.jobs import logged
 from posbias.training import TrainSpec, launch_distributed, train
@@ -15,7 +17,9 @@ from posbias.training import TrainSpec, launch_distributed, train
 sm = snakemake  # noqa: F821
 run = sm.params.run
 with logged(sm.log[0], "train") as log:
-    spec = TrainSpec(method=run["method"], seed=sm.params.seed, word_budget=sm.params.word_budget, **run["hyper"])
+    torch.set_num_threads(sm.threads)
+    spec = TrainSpec(method=run["method"], seed=run.get("seed", sm.params.seed), word_budget=sm.params.word_budget,
+                     prompt=sm.params.prompt, **run["hyper"])
     if spec.pointwise:
         labels = schemas.read(sm.input.data, "silver")
         instances = silver.instances(labels, schemas.read(sm.input.queries, "queries"),

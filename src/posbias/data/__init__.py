@@ -3,12 +3,13 @@
 :func:`load` dispatches on a dataset's ``source`` (see ``config/schema.yaml``):
 ``irds`` (ir_datasets ids), ``beir`` (a local BEIR folder), ``trec`` (local topics/qrels/corpus),
 ``imported`` (first-stage candidate lists with passage texts), ``listwise`` (training sets with
-teacher permutations) and ``synthetic`` (the embedded default collection).
+teacher permutations), ``synthetic`` (the embedded default collection) and ``toy`` (the default
+run's positional-bias task).
 """
 
 from __future__ import annotations
 
-from posbias.data import imported, irds, listwise, local, synthetic
+from posbias.data import imported, irds, listwise, local, synthetic, toy
 from posbias.data.collection import Collection, check
 
 __all__ = ["Collection", "load"]
@@ -33,6 +34,9 @@ def load(name: str, spec: dict, seed: int, irds_home: str | None = None) -> Coll
         params = {k: tuple(v) if isinstance(v, list) else v for k, v in spec.items() if k in fields}
         coll = synthetic.generate(synthetic.SyntheticSpec(seed=seed, **params), spec.get("split", "test"))
         where = key
+    elif source == "toy":
+        params = {k: v for k, v in spec.items() if k in toy.ToySpec.__dataclass_fields__}
+        coll, where = toy.generate(toy.ToySpec(seed=seed, **params), spec.get("split", "test")), key
     else:  # the schema forbids this; kept so a schema change cannot slip through silently
         raise ValueError(f"{key}.source: unknown source {source!r}")
     return check(coll, where)

@@ -22,7 +22,7 @@ class FirstReranker:
 
     def encode(self, window: Window) -> list[int]:
         prompt = render(self.tokenizer, window.query, window.texts, self.spec.word_budget,
-                        self.spec.max_context, answer_prefix="[")
+                        self.spec.max_context, answer_prefix="[", style=self.spec.prompt)
         self.stats["truncated_passages"] += prompt.truncated
         return prompt.input_ids or self.tokenizer(prompt.text, add_special_tokens=True)["input_ids"]
 

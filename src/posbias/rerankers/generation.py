@@ -13,7 +13,7 @@ from posbias.prompts import identifiers, render
 from posbias.rerankers import Window, WindowResult
 from posbias.rerankers.lm import LMSpec, batches_by_length, identifier_token_ids, load, pad_left
 
-_ID = re.compile(r"\[([A-Z])\]")
+_ID = re.compile(r"\[\s*([A-Z])\s*\]")  # word-level tokenizers decode "[ A ]"
 
 
 def parse_ranking(text: str, n: int) -> tuple[list[int], int]:
@@ -41,7 +41,8 @@ class GenerationReranker:
 
         encoded = []
         for w in windows:
-            prompt = render(self.tokenizer, w.query, w.texts, self.spec.word_budget, self.spec.max_context)
+            prompt = render(self.tokenizer, w.query, w.texts, self.spec.word_budget, self.spec.max_context,
+                            style=self.spec.prompt)
             self.stats["truncated_passages"] += prompt.truncated
             encoded.append(prompt.input_ids or self.tokenizer(prompt.text, add_special_tokens=True)["input_ids"])
         texts: list[str] = [""] * len(windows)
@@ -86,9 +87,10 @@ class GenerationReranker:
         for w in windows:
             n = len(w.doc_ids)
             letters = identifiers(n)
-            real = render(self.tokenizer, w.query, w.texts, self.spec.word_budget, self.spec.max_context, "[")
+            real = render(self.tokenizer, w.query, w.texts, self.spec.word_budget, self.spec.max_context, "[",
+                          style=self.spec.prompt)
             empty = render(self.tokenizer, w.query, [placeholder] * n, self.spec.word_budget,
-                           self.spec.max_context, "[")
+                           self.spec.max_context, "[", style=self.spec.prompt)
             self.stats["truncated_passages"] += real.truncated
             texts = [real.text, empty.text]
             remaining, chosen, tokens = list(range(n)), [], 0

@@ -31,6 +31,7 @@ class LMSpec:
     word_budget: int = 300
     batch_size: int = 8
     device: str = "cpu"
+    prompt: str = "rankzephyr"  # listwise prompt style (posbias.prompts.PROMPT_STYLES)
 
 
 def load(spec: LMSpec):
