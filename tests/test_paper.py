@@ -75,6 +75,15 @@ def test_seeds_are_one_row_with_mean_and_sd():
     assert row["ndcg10_original"] == pytest.approx(0.7) and row["ndcg10_original_sd"] == pytest.approx(0.1414, abs=1e-4)
     assert row["ndcg10_shuffled"] == pytest.approx(0.4) and row["ndcg10_shuffled_sd"] == pytest.approx(0.1414, abs=1e-4)
     assert table.view["d (bm25)"][0].startswith("0.7000 ± 0.1414 / 0.4000 ± 0.1414")
+    first_stage = pl.DataFrame({"system": "bm25", "dataset": "d", "query_id": [f"q{i}" for i in range(n)],
+                                "measure": "nDCG@10", "value": 0.5})
+    table = paper.retrievers(pl.concat([seed1, seed2]), first_stage, TRAINING)
+    rows = {r["model"]: r for r in table.data.iter_rows(named=True)}
+    assert rows["m"]["seeds"] == 2 and rows["m"]["ndcg10"] == pytest.approx(0.7) and rows["first stage"]["ndcg10"] == 0.5
+    assert table.view.filter(pl.col("model") == "m")["d · bm25"][0] == "0.7000 ± 0.1414"
+    pointwise = {**TRAINING, "o": {"method": "ocsft", "aug": "noaug"}}
+    summaries = pl.concat([_summary(m, 0.7, 0.4) for m in ("m-s1", "m-s2", "o")]).with_columns(ndcg10_shuffled_sd=0.1)
+    assert set(paper.ablations(summaries, _curve("m-s1", [1.0, 0.5]), pointwise).data["model"]) == {"m"}
 
 
 def _curve(model, values, debias="none"):

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from posbias.config import POINTWISE_METHODS
 from posbias.report import fmt
 
 ALPHA = 0.05
@@ -139,23 +140,30 @@ def original_vs_shuffled(metrics: pl.DataFrame, training: dict | None = None) ->
     return Table(data, view.fill_null("–"), notes)
 
 
-def retrievers(metrics: pl.DataFrame, first_stage: pl.DataFrame) -> Table:
+def retrievers(metrics: pl.DataFrame, first_stage: pl.DataFrame, training: dict | None = None) -> Table:
     """DebiasFirst Table 2: reranked nDCG@10 (original order) per model and dataset × first-stage retriever,
-    with the first-stage run itself as the first row."""
-    q = _per_query(metrics).filter((pl.col("debias") == "none") & (pl.col("order") == "original"))
-    reranked = q.group_by("model", "dataset", "retriever", maintain_order=True).agg(
+    with the first-stage run itself as the first row; a model's training seeds as mean ± sd."""
+    q = _with_variants(_per_query(metrics).filter((pl.col("debias") == "none") & (pl.col("order") == "original")),
+                       training or {})
+    per_seed = q.group_by("variant", "model", "dataset", "retriever", maintain_order=True).agg(
         pl.col("value").mean().alias("ndcg10"), pl.len().alias("queries"))
+    reranked = per_seed.group_by("variant", "dataset", "retriever", maintain_order=True).agg(
+        pl.len().alias("seeds"), pl.col("queries").first(), pl.col("ndcg10").std().alias("ndcg10_sd"),
+        pl.col("ndcg10").mean()).rename({"variant": "model"})
     pairs = reranked.select("dataset", "retriever").unique(maintain_order=True)
     base = (_per_query(first_stage).rename({"system": "retriever"})
             .join(pairs, on=["dataset", "retriever"]).group_by("dataset", "retriever", maintain_order=True)
             .agg(pl.col("value").mean().alias("ndcg10"), pl.len().alias("queries"))
-            .with_columns(model=pl.lit("first stage")))
+            .with_columns(model=pl.lit("first stage"), seeds=pl.lit(1, pl.UInt32), ndcg10_sd=pl.lit(None, pl.Float64)))
     data = pl.concat([base.select(reranked.columns), reranked])
     view = data.with_columns(column=pl.col("dataset") + " · " + pl.col("retriever"),
-                             cell=pl.col("ndcg10").map_elements(fmt, return_dtype=pl.String))
+                             cell=pl.struct("ndcg10", "ndcg10_sd").map_elements(
+                                 lambda r: fmt_sd(r["ndcg10"], math.nan if r["ndcg10_sd"] is None else r["ndcg10_sd"]),
+                                 return_dtype=pl.String))
     view = view.pivot(on="column", index="model", values="cell").fill_null("–")
-    notes = ("nDCG@10 of each model reranking each first-stage run's top candidates in the original order; "
-             "the first row is the first-stage run (all judged queries; reranked rows over the queries reranked).")
+    notes = ("nDCG@10 of each model reranking each first-stage run's top candidates in the original order "
+             "(mean ± sd over training seeds where a model has several); the first row is the first-stage run "
+             "(all judged queries; reranked rows over the queries reranked).")
     return Table(data, view, notes)
 
 
@@ -202,7 +210,7 @@ def capcal(metrics: pl.DataFrame, summaries: pl.DataFrame) -> Table:
 def ablations(summaries: pl.DataFrame, curves: pl.DataFrame, training: dict) -> Table:
     """DebiasFirst Table 3: objective (rows) × augmentation (columns) of the trained models: nDCG@10
     under shuffled orders and the variance of the position curve, seeds of one entry pooled."""
-    runs = {name: run for name, run in training.items() if run.get("aug") is not None}
+    runs = {name: run for name, run in training.items() if run["method"] not in POINTWISE_METHODS}
     per_seed = []
     for name, run in runs.items():
         s = summaries.filter((pl.col("model") == name) & (pl.col("debias") == "none"))
@@ -318,7 +326,7 @@ def build(name: str, metrics: pl.DataFrame, summaries: pl.DataFrame, curves: pl.
     if name == "original_vs_shuffled":
         return original_vs_shuffled(metrics, training)
     if name == "retrievers":
-        return retrievers(metrics, first_stage)
+        return retrievers(metrics, first_stage, training)
     if name == "capcal":
         return capcal(metrics, summaries)
     if name == "ablations":
@@ -452,7 +460,7 @@ def ablation_curves_figure(curves: pl.DataFrame, training: dict, path: str | Pat
 
     plt = _plt()
     agg = seed_curves(curves, training)
-    runs = {run.get("variant", name): run for name, run in training.items() if run.get("aug")}
+    runs = {run.get("variant", name): run for name, run in training.items() if run["method"] not in POINTWISE_METHODS}
     augs = sorted({run["aug"] for run in runs.values()}) or ["noaug"]
     fig, axes = plt.subplots(1, len(augs), figsize=(5 * len(augs), 4), constrained_layout=True, squeeze=False)
     for ax, aug in zip(axes[0], augs):

@@ -140,8 +140,11 @@ def bsc_figure(stability: pl.DataFrame, path: str | Path, references: list[str] 
             if model in references:
                 ax.axhline(group.filter(pl.col("k") == 1)[column][0], ls="--", lw=1, color=line.get_color(),
                            label=f"{model} · {dataset}, K = 1")
+    from matplotlib.ticker import MaxNLocator
+
     for ax, title in zip(axes, ("nDCG@10", "τ-PSI (lower = more stable)", "retention Jaccard (higher = more stable)")):
         ax.set(xlabel="K (shuffles averaged)", title=title)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=7)
     save_figure(fig, path, 120)
