@@ -473,6 +473,14 @@ def main(argv: list[str] | None = None) -> None:
                   propensity, device="cuda" if torch.cuda.is_available() else "cpu")
     if int(os.environ.get("RANK", "0")) == 0:
         schemas.write(curve, args.curve, "loss_curve")
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        # Every rank waits for rank 0's save, then tears the process group down before exit, as the
+        # torch.distributed docs ask: a rank that exits with the group alive can abort while gloo's
+        # worker threads are destroyed during interpreter shutdown ("terminate called without an
+        # active exception", SIGABRT; pytorch/pytorch#179291), failing the whole torchrun job. Seen
+        # intermittently in CI on CPU; the HF Trainer does not destroy the group itself.
+        torch.distributed.barrier()
+        torch.distributed.destroy_process_group()
 
 
 LOSS_PARTS = ("rank_loss", "lm_loss", "supervised_loss", "consistency_loss", "learning_rate")
