@@ -109,7 +109,8 @@ def test_training_seeds_expand_to_models_and_experiments():
     _register(cfg)
     assert {"toy-first-s1", "toy-first-s2", "toy-debiasfirst-s1", "toy-debiasfirst-s2"} <= set(cfg["training"])
     assert "toy-first" not in cfg["training"] and cfg["training"]["toy-first-s2"]["seed"] == 2
-    assert pbconfig.variant_of(cfg, "toy-first-s2") == "toy-first" and pbconfig.variant_of(cfg, "sim-linear") == "sim-linear"
+    training = cfg["training"]
+    assert pbconfig.variant_of(training, "toy-first-s2") == "toy-first" and pbconfig.variant_of(training, "sim-linear") == "sim-linear"
     assert cfg["models"]["toy-first-s1"]["prompt"] == "compact"
     models = [e["model"] for e in cfg["reranking"]["experiments"]]
     assert "toy-first" not in models and models.count("toy-first-s1") == 1 and "toy-debiasfirst-s2" in models

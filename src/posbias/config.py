@@ -240,9 +240,10 @@ def expand_seeds(config: dict) -> None:
                          for model in expanded.get(e["model"], [e["model"]])]
 
 
-def variant_of(config: dict, model: str) -> str:
-    """The training entry a model is one seed of (``training.<name>.seeds``), else the model itself."""
-    return config.get("training", {}).get(model, {}).get("variant", model)
+def variant_of(training: dict, model: str) -> str:
+    """The training entry a model is one seed of (``training.<name>.seeds``), else the model itself;
+    ``training`` is the config's ``training`` block after :func:`expand_seeds`."""
+    return training.get(model, {}).get("variant", model)
 
 
 def register_trained_models(config: dict) -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from posbias.config import POINTWISE_METHODS
+from posbias.config import POINTWISE_METHODS, variant_of
 from posbias.report import fmt
 
 ALPHA = 0.05
@@ -54,11 +54,6 @@ def paired_pvalue(a: np.ndarray, b: np.ndarray) -> float:
     return float(wilcoxon(a, b, zero_method="wilcox").pvalue)
 
 
-def variants(models, training: dict) -> dict[str, str]:
-    """model -> the training entry it is one seed of (``training.<name>.seeds``), else the model itself."""
-    return {m: training.get(m, {}).get("variant", m) for m in models}
-
-
 def mean_sd(values) -> tuple[float, float]:
     """Mean and sample sd (NaN sd for a single value) of a sequence of numbers."""
     array = np.asarray(list(values), dtype=float)
@@ -73,7 +68,7 @@ def fmt_sd(mean: float, sd: float, digits: int = 4) -> str:
 
 
 def _with_variants(frame: pl.DataFrame, training: dict) -> pl.DataFrame:
-    names = variants(frame["model"].unique().to_list(), training)
+    names = {m: variant_of(training, m) for m in frame["model"].unique().to_list()}
     return frame.with_columns(variant=pl.col("model").replace_strict(names, return_dtype=pl.String))
 
 
@@ -217,7 +212,7 @@ def ablations(summaries: pl.DataFrame, curves: pl.DataFrame, training: dict) -> 
         c = curves.filter((pl.col("model") == name) & (pl.col("debias") == "none"))
         for r in s.iter_rows(named=True):
             values = c.filter((pl.col("dataset") == r["dataset"]) & (pl.col("retriever") == r["retriever"]))
-            per_seed.append({"model": run.get("variant", name), "method": run["method"], "aug": run["aug"],
+            per_seed.append({"model": variant_of(training, name), "method": run["method"], "aug": run["aug"],
                              "dataset": r["dataset"], "retriever": r["retriever"],
                              "shuffled": r["ndcg10_shuffled_mean"], "shuffle_sd": r["ndcg10_shuffled_sd"],
                              "variance": float(np.var(values["target_ndcg10"].to_numpy())) if values.height
@@ -460,7 +455,7 @@ def ablation_curves_figure(curves: pl.DataFrame, training: dict, path: str | Pat
 
     plt = _plt()
     agg = seed_curves(curves, training)
-    runs = {run.get("variant", name): run for name, run in training.items() if run["method"] not in POINTWISE_METHODS}
+    runs = {variant_of(training, name): run for name, run in training.items() if run["method"] not in POINTWISE_METHODS}
     augs = sorted({run["aug"] for run in runs.values()}) or ["noaug"]
     fig, axes = plt.subplots(1, len(augs), figsize=(5 * len(augs), 4), constrained_layout=True, squeeze=False)
     for ax, aug in zip(axes[0], augs):
