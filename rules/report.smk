@@ -71,3 +71,5 @@ rule report:
     input:
         expand("results/paper/{table}.{ext}", table=PAPER_TABLES, ext=["md", "csv", "tex"]) if SUMMARIES else [],
         expand("results/paper/{figure}.{ext}", figure=PAPER_FIGURES, ext=["png", "pdf"]) if SUMMARIES else [],
+        # the OC-SFT paper's table and BSC@K figure (rule stability_table, rules/ocsft.smk)
+        rules.stability_table.output if POINTWISE_EXPERIMENTS else [],
