@@ -21,9 +21,9 @@ import numpy as np
 import torch
 
 from posbias import debias
+from posbias.debiasing import wrap
 from posbias.models import build_tiny_causal_lm
 from posbias.rerank import Candidates, rerank
-from posbias.rerankers.debiased import wrap
 from posbias.rerankers.first import FirstReranker
 from posbias.rerankers.lm import LMSpec
 

@@ -6,15 +6,13 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 from posbias import config as pbconfig
+from posbias import debiasing, methods, orders, paper
 from posbias.models import resolve as resolve_model
 
 try:
     validate(config, "../config/schema.yaml")
 except WorkflowError:
-    import yaml
-
-    schema = yaml.safe_load((Path(workflow.basedir) / "config" / "schema.yaml").read_text())
-    raise WorkflowError(pbconfig.explain_config(config, schema)) from None
+    raise WorkflowError(pbconfig.explain_config(config, pbconfig.schema())) from None
 for skipped in pbconfig.drop_unavailable(config):
     print(f"posbias: dataset {skipped!r} is optional and its files are missing; skipped", file=sys.stderr)
 try:
@@ -27,7 +25,8 @@ except ValueError as exc:
 
 GRID = pbconfig.grid(config)
 SUMMARIES = pbconfig.summaries(config)
-DEBIAS_PATTERN = r"none|capcal|permsc@\d+|bsc@\d+"
+DEBIAS_PATTERN = debiasing.PATTERN
+ORDER_PATTERN = orders.PATTERN
 EXPERIMENTS = {pbconfig.experiment_key(e): e for e in config["reranking"]["experiments"]}
 DATASETS = list(config["datasets"])
 
@@ -122,12 +121,13 @@ def training_inputs(wildcards):
     """The train rule's inputs: listwise instances (+ omega) or silver labels with queries and corpus."""
     run = config["training"][wildcards.model]
     inputs = {"base": reranker_model_input(run["base_model"])}
-    if run["method"] in pbconfig.POINTWISE_METHODS:
+    method = methods.get(run["method"])
+    if method.pointwise:
         inputs["data"] = pbconfig.silver_path(config, run)
         inputs["queries"] = f"results/data/{run['data']}/queries.parquet"
         inputs["corpus"] = f"results/data/{run['data']}/corpus.parquet"
     else:
         inputs["data"] = f"results/train/{run['data']}/{run['aug']}.parquet"
-        if run["method"] in pbconfig.IPS_METHODS:
+        if method.needs_omega:
             inputs["omega"] = f"results/propensity/{PROPENSITY['model']}/omega.parquet"
     return inputs

@@ -32,6 +32,8 @@ rule retrieval_table:
             caption="../docs/captions/retrieval.rst",
             category="First-stage retrieval",
         ),
+        csv="results/tables/retrieval.csv",
+        tex="results/tables/retrieval.tex",
     params:
         measures=config["evaluation"]["measures"],
     log:

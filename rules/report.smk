@@ -2,25 +2,37 @@
 # existing results; nothing here retrains or reranks. `snakemake --report results/report.html`
 # gathers them with their captions.
 
-PAPER_TABLES = ["position_bias", "original_vs_shuffled", "retrievers", "capcal", "ablations"]
-PAPER_FIGURES = ["position_curve", "inference_vs_training", "ablation_curves"]
+PAPER_TABLES = list(paper.TABLES)
+PAPER_FIGURES = list(paper.FIGURES)
+RERANK_RESULTS = {
+    "metrics": [f"results/metrics/rerank/{m}/{d}/{r}/{b}.parquet" for m, d, r, b in SUMMARIES],
+    "summaries": [
+        f"results/metrics/rerank/{m}/{d}/{r}/{b}.summary.parquet" for m, d, r, b in SUMMARIES
+    ],
+    "curves": [f"results/metrics/rerank/{m}/{d}/{r}/{b}.curve.parquet" for m, d, r, b in SUMMARIES],
+    "first_stage": sorted(
+        {f"results/metrics/retrieval/{d}/{r}.parquet" for _, d, r, _ in SUMMARIES}
+    ),
+}
+
+
+def paper_inputs(entries, name):
+    """The result files a registered paper table or figure reads (posbias.paper)."""
+    return {key: RERANK_RESULTS[key] for key in paper.needs(entries[name])}
 
 
 rule paper_table:
     input:
-        metrics=[f"results/metrics/rerank/{m}/{d}/{r}/{b}.parquet" for m, d, r, b in SUMMARIES],
-        summaries=[f"results/metrics/rerank/{m}/{d}/{r}/{b}.summary.parquet" for m, d, r, b in SUMMARIES],
-        curves=[f"results/metrics/rerank/{m}/{d}/{r}/{b}.curve.parquet" for m, d, r, b in SUMMARIES],
-        first_stage=sorted({f"results/metrics/retrieval/{d}/{r}.parquet" for _, d, r, _ in SUMMARIES}),
+        unpack(lambda w: paper_inputs(paper.TABLES, w.table)),
     output:
         md=report(
-            "results/paper/{table}.md",
+            "results/tables/{table}.md",
             caption="../docs/captions/paper_table.rst",
             category="Paper tables",
             subcategory="{table}",
         ),
-        csv="results/paper/{table}.csv",
-        tex="results/paper/{table}.tex",
+        csv="results/tables/{table}.csv",
+        tex="results/tables/{table}.tex",
     params:
         training=config.get("training", {}),
     wildcard_constraints:
@@ -40,16 +52,15 @@ rule paper_table:
 
 rule paper_figure:
     input:
-        metrics=[f"results/metrics/rerank/{m}/{d}/{r}/{b}.parquet" for m, d, r, b in SUMMARIES],
-        curves=[f"results/metrics/rerank/{m}/{d}/{r}/{b}.curve.parquet" for m, d, r, b in SUMMARIES],
+        unpack(lambda w: paper_inputs(paper.FIGURES, w.figure)),
     output:
         png=report(
-            "results/paper/{figure}.png",
+            "results/figures/{figure}.png",
             caption="../docs/captions/paper_figure.rst",
             category="Paper figures",
             subcategory="{figure}",
         ),
-        pdf="results/paper/{figure}.pdf",
+        pdf="results/figures/{figure}.pdf",
     params:
         training=config.get("training", {}),
     wildcard_constraints:
@@ -69,7 +80,7 @@ rule paper_figure:
 
 rule report:
     input:
-        expand("results/paper/{table}.{ext}", table=PAPER_TABLES, ext=["md", "csv", "tex"]) if SUMMARIES else [],
-        expand("results/paper/{figure}.{ext}", figure=PAPER_FIGURES, ext=["png", "pdf"]) if SUMMARIES else [],
+        expand("results/tables/{table}.{ext}", table=PAPER_TABLES, ext=["md", "csv", "tex"]) if SUMMARIES else [],
+        expand("results/figures/{figure}.{ext}", figure=PAPER_FIGURES, ext=["png", "pdf"]) if SUMMARIES else [],
         # the OC-SFT paper's table and BSC@K figure (rule stability_table, rules/ocsft.smk)
         rules.stability_table.output if POINTWISE_EXPERIMENTS else [],

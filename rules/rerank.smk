@@ -23,7 +23,7 @@ rule rerank:
         seed=config["seed"],
         device=config["device"],
     wildcard_constraints:
-        order=r"original|shuffled-\d+|position-\d+",
+        order=ORDER_PATTERN,
         debias=DEBIAS_PATTERN,
     log:
         "logs/rerank/{model}/{dataset}/{retriever}/{order}/{debias}.log",
@@ -80,12 +80,14 @@ rule rerank_tables:
             caption="../docs/captions/rerank.rst",
             category="Reranking",
         ),
+        csv="results/tables/rerank.csv",
+        tex="results/tables/rerank.tex",
         figure=report(
-            "results/figures/position_curve.png",
+            "results/figures/position_curve_all.png",
             caption="../docs/captions/position_curve.rst",
             category="Reranking",
         ),
-        figure_pdf="results/figures/position_curve.pdf",
+        figure_pdf="results/figures/position_curve_all.pdf",
     params:
         window=config["reranking"]["window"],
         step=config["reranking"]["step"],

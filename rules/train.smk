@@ -36,6 +36,8 @@ rule augmentation_report:
             caption="../docs/captions/augmentation.rst",
             category="Augmentation",
         ),
+        csv="results/tables/augmentation_{dataset}.csv",
+        tex="results/tables/augmentation_{dataset}.tex",
         figure=report(
             "results/figures/augmentation_{dataset}.png",
             caption="../docs/captions/augmentation.rst",
@@ -98,5 +100,5 @@ rule training:
         [f"results/models/{name}" for name in TRAINED],
         expand(
             "results/tables/augmentation_{dataset}.md",
-            dataset=sorted({r["data"] for r in config["training"].values() if r["method"] not in pbconfig.POINTWISE_METHODS}),
+            dataset=sorted({r["data"] for r in config["training"].values() if not methods.get(r["method"]).pointwise}),
         ),

@@ -2,7 +2,13 @@ import polars as pl
 import pytest
 from scipy.stats import chisquare
 
-from posbias.augment import augment, gold_ranks, groups, position_rank_table, rotate_groups
+from posbias.augment import (
+    augment,
+    gold_ranks,
+    groups,
+    position_rank_table,
+    rotate_groups,
+)
 from posbias.data import synthetic
 
 

@@ -117,7 +117,7 @@ def test_empty_candidate_list_and_wide_window(tiny):
 
 
 def test_cost_per_query_and_debiased_first(tiny):
-    from posbias.rerankers.debiased import wrap
+    from posbias.debiasing import wrap
 
     first = FirstReranker(LMSpec(str(tiny), batch_size=4))
     docs = [f"d{i}" for i in range(25)]
@@ -138,7 +138,7 @@ def test_cost_per_query_and_debiased_first(tiny):
 
 
 def test_sequential_capcal_for_generation(tiny):
-    from posbias.rerankers.debiased import wrap
+    from posbias.debiasing import wrap
 
     gen = GenerationReranker(LMSpec(str(tiny)))
     windows = _windows(1, 4)

@@ -4,7 +4,13 @@ import pytest
 import torch
 
 from posbias import losses
-from posbias.losses import first_rank_loss, ips_weights, joint_loss, lm_loss, rank_ips_loss
+from posbias.losses import (
+    first_rank_loss,
+    ips_weights,
+    joint_loss,
+    lm_loss,
+    rank_ips_loss,
+)
 
 
 def softplus(x):

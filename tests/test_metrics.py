@@ -30,12 +30,16 @@ def test_perfect_run_scores_one():
     assert agg["value"].item() == pytest.approx(1.0)
 
 
-def test_markdown_table():
+def test_retrieval_table(tmp_path):
+    from posbias.paper import write
+    from posbias.paper.retrieval import retrieval_table
+
     run = canonical(pl.DataFrame({"query_id": ["1"], "doc_id": ["a"], "score": [1.0]}))
-    table = metrics.markdown_table(metrics.aggregate(metrics.evaluate(run, QRELS, ["nDCG@10", "R@100"], "s", "d")),
-                                   ["nDCG@10", "R@100"])
-    assert table.splitlines()[0] == "| dataset | system | queries | nDCG@10 | R@100 |"
-    assert table.splitlines()[2].startswith("| d | s | 2 | ")
+    table = retrieval_table(metrics.aggregate(metrics.evaluate(run, QRELS, ["nDCG@10", "R@100"], "s", "d")),
+                            ["R@100", "nDCG@10"])
+    md = write(table, tmp_path / "retrieval", "First-stage retrieval")[0].read_text().splitlines()
+    assert md[2] == "| dataset | system | queries | R@100 | nDCG@10 |"
+    assert md[4].startswith("| d | s | 2 | ")
 
 
 def test_unknown_measure():

@@ -6,6 +6,8 @@ import polars as pl
 import pytest
 
 from posbias import paper
+from posbias.paper.inference_vs_training import inference_vs_training_figure
+from posbias.paper.seeds import seed_curves
 
 
 def test_holm_known_answers():
@@ -115,12 +117,12 @@ def test_figures_are_written_as_png_and_pdf(tmp_path):
     metrics = pl.concat([_metrics(m, {"original": [0.9] * 4, "shuffled-0": [0.5] * 4, "shuffled-1": [0.6] * 4},
                                   debias=d) for m in ("m-s1", "m-s2") for d in ("none", "permsc@3")])
     for name in paper.FIGURES:
-        paper.draw(name, metrics, curves, TRAINING, tmp_path / f"{name}.png")
+        paper.draw(name, tmp_path / f"{name}.png", metrics=metrics, curves=curves, training=TRAINING)
         assert (tmp_path / f"{name}.png").stat().st_size > 5_000
         assert (tmp_path / f"{name}.pdf").read_bytes()[:5] == b"%PDF-"
-    by_k = paper.inference_vs_training_figure(metrics, TRAINING, tmp_path / "f5.png")
+    by_k = inference_vs_training_figure(metrics, TRAINING, tmp_path / "f5.png")
     assert by_k.sort("k")["k"].to_list() == [1, 3] and by_k["value"].to_list() == pytest.approx([0.55, 0.55])
     with pytest.raises(ValueError, match="unknown paper figure"):
-        paper.draw("nope", metrics, curves, TRAINING, tmp_path / "x.png")
-    seeds = paper.seed_curves(curves, TRAINING)
+        paper.draw("nope", tmp_path / "x.png", metrics=metrics, curves=curves, training=TRAINING)
+    seeds = seed_curves(curves, TRAINING)
     assert seeds["seeds"].to_list() == [2, 2, 2] and seeds["target_ndcg10"].to_list() == pytest.approx([1.0, 0.7, 0.1])

@@ -3,7 +3,7 @@
 import polars as pl
 import pytest
 
-from posbias import orders, permuted_eval
+from posbias import config, debiasing, orders, permuted_eval
 from posbias.data import synthetic
 from posbias.rerank import Candidates, rerank
 from posbias.rerankers.simulated import SimulatedReranker
@@ -24,6 +24,12 @@ def collection():
         rows += [(qid, d, float(-i)) for i, d in enumerate(docs)]
     first = canonical(pl.DataFrame(rows, schema=["query_id", "doc_id", "score"], orient="row"))
     return coll, first
+
+
+def _capcal(**overrides):
+    """The schema's reranking settings with CapCal's overridden."""
+    rr = config.defaults("reranking")
+    return debiasing.options({**rr, "capcal": {**rr["capcal"], **overrides}})
 
 
 def _evaluate(coll, first, reranker, order_names):
@@ -96,40 +102,34 @@ def _spread(curve, column="target_ndcg10"):
 
 @pytest.mark.parametrize("prior, strength", [("linear", 0.5), ("linear", 0.8), ("primacy", 0.6), ("u_shaped", 0.6)])
 def test_capcal_flattens_an_additive_position_curve(collection, prior, strength):
-    from posbias.rerankers.debiased import CapCalDebiased
-
     coll, first = collection
     sim = SimulatedReranker(_grades(coll), prior=prior, strength=strength, noise=0.3, seed=1,
                             bias_space="probability")
     positions = [f"position-{p}" for p in range(1, 21)]
     raw = permuted_eval.position_curve(_evaluate(coll, first, sim, positions), first, coll.qrels, 7, 1, 20, {})
-    cal = permuted_eval.position_curve(_evaluate(coll, first, CapCalDebiased(sim, alpha=1.0), positions), first,
+    cal = permuted_eval.position_curve(_evaluate(coll, first, debiasing.wrap(sim, "capcal", 0, _capcal(alpha=1.0)), positions), first,
                                        coll.qrels, 7, 1, 20, {})
     assert _spread(raw) > 0.2
     assert _spread(cal) <= 0.2 * _spread(raw), (_spread(raw), _spread(cal))
 
 
 def test_capcal_alpha_zero_and_uniform_prior_change_nothing(collection):
-    from posbias.rerankers.debiased import CapCalDebiased
-
     coll, first = collection
     sim = SimulatedReranker(_grades(coll), prior="linear", strength=1.0, noise=0.3, seed=1)
     flat = SimulatedReranker(_grades(coll), prior="none", noise=0.3, seed=1)
     orders_ = ["original", "shuffled-0", "position-5"]
     base = _evaluate(coll, first, sim, orders_)
-    assert all(base[o].equals(r) for o, r in _evaluate(coll, first, CapCalDebiased(sim, alpha=0.0), orders_).items())
+    assert all(base[o].equals(r) for o, r in _evaluate(coll, first, debiasing.wrap(sim, "capcal", 0, _capcal(alpha=0.0)), orders_).items())
     flat_base = _evaluate(coll, first, flat, orders_)
-    assert all(flat_base[o].equals(r) for o, r in _evaluate(coll, first, CapCalDebiased(flat), orders_).items())
+    assert all(flat_base[o].equals(r) for o, r in _evaluate(coll, first, debiasing.wrap(flat, "capcal", 0), orders_).items())
 
 
 def test_permsc_beats_a_single_shuffled_pass(collection):
-    from posbias.rerankers.debiased import wrap
-
     coll, first = collection
     sim = SimulatedReranker(_grades(coll), prior="linear", strength=1.5, noise=0.3, seed=1)
     shuffles = [f"shuffled-{s}" for s in range(6)]
     plain = _evaluate(coll, first, sim, shuffles)
-    psc = _evaluate(coll, first, wrap(sim, "permsc@10", 0), shuffles)
+    psc = _evaluate(coll, first, debiasing.wrap(sim, "permsc@10", 0), shuffles)
 
     def mean_ndcg(reranked):
         m = permuted_eval.condition_metrics(reranked, coll.qrels, ["nDCG@10"], "s", "d", "r")
@@ -137,6 +137,6 @@ def test_permsc_beats_a_single_shuffled_pass(collection):
 
     assert mean_ndcg(psc) > mean_ndcg(plain)
     assert permuted_eval.psi_over_shuffles(psc)[0] < permuted_eval.psi_over_shuffles(plain)[0]
-    bsc = _evaluate(coll, first, wrap(sim, "bsc@10", 0), shuffles)
+    bsc = _evaluate(coll, first, debiasing.wrap(sim, "bsc@10", 0), shuffles)
     assert mean_ndcg(bsc) > mean_ndcg(plain)
     assert permuted_eval.psi_over_shuffles(bsc)[0] < permuted_eval.psi_over_shuffles(plain)[0]

@@ -4,12 +4,12 @@ import pytest
 
 from posbias import metrics, orders
 from posbias.rerank import Candidates, rerank
-from posbias.rerankers import WindowResult
+from posbias.rerankers import Reranker, WindowResult
 from posbias.rerankers.simulated import SimulatedReranker, prior
 from posbias.windows import sliding_windows
 
 
-class ReverseByScore:
+class ReverseByScore(Reranker):
     """Scores only by doc id number; a deterministic content-only model."""
 
     def rank(self, windows):

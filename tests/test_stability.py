@@ -99,7 +99,8 @@ def test_slot_propensity_recovers_a_primacy_teacher(coll):
     c, first = coll
     grades = grades_by_query(c.qrels)
     teacher = SimulatedGrader(grades, window=20, noise=0.0, prior="linear", strength=2.0, seed=1)
-    labels, cost = silver.silver_labels(teacher, first, c.queries, c.corpus, grades, 7, depth=40, window=20, shuffles=6)
+    labels, cost = silver.silver_labels(teacher, first, c.queries, c.corpus, grades, 7, depth=40, window=20, shuffles=6,
+                                        batch_size=8)
     pi = silver.slot_propensity(labels, 20)
     assert pi[0] > 1.5 * pi[-1] and np.all(np.diff(pi[[0, 5, 10, 15, 19]]) < 0)
     w = silver.slot_weights(pi, clip=10.0)

@@ -16,7 +16,13 @@ from posbias.models import build_tiny_causal_lm
 from posbias.rerankers import Window
 from posbias.rerankers.first import FirstReranker
 from posbias.rerankers.lm import LMSpec, identifier_token_ids
-from posbias.training import ListwiseCollator, TrainSpec, encode_instances, objective, target_text, train
+from posbias.training import TrainSpec, train
+from posbias.training.listwise import (
+    ListwiseCollator,
+    encode_instances,
+    objective,
+    target_text,
+)
 
 SPEC = synthetic.SyntheticSpec(n_docs=300, n_test_queries=2, n_train_queries=16, doc_length=(10, 20))
 
@@ -52,15 +58,15 @@ def test_rank_scores_are_read_where_inference_reads(setup):
     # the labelled span is exactly "[" + the ranking string + EOS
     labelled = [t for t in example["labels"] if t != -100]
     assert tokenizer.decode(labelled, skip_special_tokens=True) == "[" + target_text(rec["doc_ids"], rec["teacher_ranking"])
-    loss, parts = objective(logits, batch, ids, TrainSpec(method="first"), None)
+    loss, parts = objective(logits, batch, ids, TrainSpec.create(method="first"), None)
     assert torch.isfinite(loss) and set(parts) == {"rank_loss", "lm_loss"}
     with pytest.raises(ValueError, match="needs a 20x20 propensity"):
-        objective(logits, batch, ids, TrainSpec(method="debiasfirst"), None)
+        objective(logits, batch, ids, TrainSpec.create(method="debiasfirst"), None)
 
 
 def test_training_lowers_the_loss_and_the_model_reloads(setup, tmp_path):
     root, listwise = setup
-    spec = TrainSpec(method="rank_ips_lm", learning_rate=3e-3, max_steps=12, batch_size=4, grad_accum=1,
+    spec = TrainSpec.create(method="rank_ips_lm", learning_rate=3e-3, max_steps=12, batch_size=4, grad_accum=1,
                      save_steps=100, logging_steps=1)
     omega = np.full((20, 20), 1 / 400)
     curve = train(str(root / "base"), listwise, spec, tmp_path / "work", tmp_path / "out", omega)
@@ -74,7 +80,7 @@ def test_training_lowers_the_loss_and_the_model_reloads(setup, tmp_path):
 
 def test_lora_adapters_are_merged(setup, tmp_path):
     root, listwise = setup
-    spec = TrainSpec(method="first", learning_rate=1e-2, max_steps=2, batch_size=2, grad_accum=1, save_steps=100,
+    spec = TrainSpec.create(method="first", learning_rate=1e-2, max_steps=2, batch_size=2, grad_accum=1, save_steps=100,
                      lora={"r": 4, "alpha": 8, "dropout": 0.0,
                            "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]})
     train(str(root / "base"), listwise.head(4), spec, tmp_path / "work", tmp_path / "out")
@@ -90,7 +96,7 @@ from posbias.data import synthetic
 from posbias.training import TrainSpec, train
 from tests.test_training import SPEC
 listwise = synthetic.generate(SPEC, "train").listwise
-spec = TrainSpec(method="first", learning_rate=3e-3, max_steps=10, batch_size=4, grad_accum=1,
+spec = TrainSpec.create(method="first", learning_rate=3e-3, max_steps=10, batch_size=4, grad_accum=1,
                  save_steps=int(sys.argv[4]) if len(sys.argv) > 4 else 2, save_total_limit=10, logging_steps=1)
 train(sys.argv[1], listwise, spec, Path(sys.argv[2]), Path(sys.argv[3]))
 """
@@ -117,7 +123,7 @@ def test_sigterm_checkpoints_the_current_step_and_the_rerun_resumes_from_it(setu
     reader.join(timeout=10)
     text = "".join(err)
     assert proc.returncode != 0 and "Preempted: SIGTERM: stopped after step" in text, text[-2000:]
-    from posbias.training import last_checkpoint
+    from posbias.training.checkpoints import last_checkpoint
 
     step = int(Path(last_checkpoint(tmp_path / "work")).name.split("-")[1])
     assert 3 <= step < 10 and not (tmp_path / "out").exists()
@@ -149,7 +155,7 @@ def test_a_killed_run_resumes_from_its_checkpoint(setup, tmp_path):
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert (tmp_path / "work" / "checkpoint-4").is_dir() and not (tmp_path / "out").exists()
-    from posbias.training import last_checkpoint
+    from posbias.training.checkpoints import last_checkpoint
 
     killed_at = int(Path(last_checkpoint(tmp_path / "work")).name.split("-")[1])
     assert killed_at < 10
@@ -177,7 +183,7 @@ from posbias.data import synthetic
 from posbias.training import TrainSpec, train
 from tests.test_training import SPEC
 listwise = synthetic.generate(SPEC, "train").listwise
-spec = TrainSpec(method="first", learning_rate=1e-3, max_steps=2, batch_size=2, grad_accum=2, save_steps=100,
+spec = TrainSpec.create(method="first", learning_rate=1e-3, max_steps=2, batch_size=2, grad_accum=2, save_steps=100,
                  logging_steps=1, deepspeed={str(Path(__file__).resolve().parents[1] / 'config' / 'deepspeed' / 'zero2.json')!r})
 curve = train({str(root / 'base')!r}, listwise, spec, Path({str(tmp_path / 'work')!r}), Path({str(tmp_path / 'out')!r}))
 print("STEPS", curve.height)
@@ -195,7 +201,7 @@ def test_torchrun_launch_with_two_processes_on_cpu(setup, tmp_path):
     from posbias import schemas
     from posbias.training import launch_distributed
 
-    spec = TrainSpec(method="first", learning_rate=1e-3, max_steps=2, batch_size=2, grad_accum=1, save_steps=100,
+    spec = TrainSpec.create(method="first", learning_rate=1e-3, max_steps=2, batch_size=2, grad_accum=1, save_steps=100,
                      logging_steps=1)
     launch_distributed(2, str(root / "base"), listwise.head(8), spec, tmp_path / "work", tmp_path / "out",
                        None, tmp_path / "curve.parquet")
@@ -204,7 +210,7 @@ def test_torchrun_launch_with_two_processes_on_cpu(setup, tmp_path):
 
 
 def test_an_incomplete_newest_checkpoint_is_skipped(tmp_path):
-    from posbias.training import last_checkpoint
+    from posbias.training.checkpoints import last_checkpoint
 
     for step, complete in ((2, True), (4, True), (6, False)):
         folder = tmp_path / f"checkpoint-{step}"
@@ -217,7 +223,7 @@ def test_an_incomplete_newest_checkpoint_is_skipped(tmp_path):
 
 
 def test_checkpoints_of_another_configuration_are_not_resumed(tmp_path):
-    from posbias.training import claim_work_dir
+    from posbias.training.checkpoints import claim_work_dir
 
     claim_work_dir(tmp_path / "w", {"lr": 1})
     (tmp_path / "w" / "checkpoint-5").mkdir()
@@ -256,17 +262,17 @@ def _weights(path):
 
 def test_ocsft_trains_and_logs_both_terms(setup, pointwise, tmp_path):
     root, _ = setup
-    spec = TrainSpec(method="ocsft", learning_rate=3e-3, max_steps=6, batch_size=4, grad_accum=1, save_steps=100,
+    spec = TrainSpec.create(method="ocsft", learning_rate=3e-3, max_steps=6, batch_size=4, grad_accum=1, save_steps=100,
                      logging_steps=2, views=3, consistency=5.0, consistency_warmup=4)
     curve = train(str(root / "base"), pointwise, spec, tmp_path / "work", tmp_path / "out")
     assert curve.height == 3
     assert curve["supervised_loss"].is_not_nan().all() and (curve["consistency_loss"] > 0).all()
     assert curve["rank_loss"].is_nan().all()
+    from posbias.rerankers.grades import GradesScorer
     from posbias.rerankers.lm import LMSpec as Spec
-    from posbias.scoring import GradesScorer
 
     rec = pointwise.row(0, named=True)
-    scores = GradesScorer(Spec(str(tmp_path / "out"))).rank([Window(rec["query_id"], rec["query"], rec["doc_ids"],
+    scores = GradesScorer(Spec(str(tmp_path / "out")), window=20).rank([Window(rec["query_id"], rec["query"], rec["doc_ids"],
                                                                     rec["texts"])])[0].scores
     assert len(scores) == 10 and all(0 <= s <= 1 for s in scores)
 
@@ -275,8 +281,8 @@ def test_ocsft_with_lambda_zero_is_single_order(setup, pointwise, tmp_path):
     root, _ = setup
     common = {"learning_rate": 3e-3, "max_steps": 3, "batch_size": 4, "grad_accum": 1, "save_steps": 100,
               "logging_steps": 1, "consistency": 0.0}
-    train(str(root / "base"), pointwise, TrainSpec(method="ocsft", **common), tmp_path / "w1", tmp_path / "ocsft")
-    train(str(root / "base"), pointwise, TrainSpec(method="single_order", **common), tmp_path / "w2", tmp_path / "single")
+    train(str(root / "base"), pointwise, TrainSpec.create(method="ocsft", **common), tmp_path / "w1", tmp_path / "ocsft")
+    train(str(root / "base"), pointwise, TrainSpec.create(method="single_order", **common), tmp_path / "w2", tmp_path / "single")
     a, b = _weights(tmp_path / "ocsft"), _weights(tmp_path / "single")
     base = _weights(root / "base")
     assert any(not torch.equal(a[k], base[k]) for k in a)  # it trained
@@ -285,15 +291,16 @@ def test_ocsft_with_lambda_zero_is_single_order(setup, pointwise, tmp_path):
 
 
 def test_view_orders_per_method():
-    from posbias.ocsft import view_orders
+    from posbias.methods import METHODS
+    from posbias.training.pointwise import view_orders
 
     identity = list(range(6))
-    views = view_orders("ocsft", 6, 3, 0, "q", 0, 0)
+    views = view_orders(METHODS["ocsft"], 6, 3, 0, "q", 0, 0)
     assert views[0] == identity and len(views) == 3 and all(sorted(v) == identity for v in views)
-    assert views != view_orders("ocsft", 6, 3, 0, "q", 0, 1)  # a new epoch, new views
-    assert views == view_orders("ocsft", 6, 3, 0, "q", 0, 0)  # seeded
-    assert view_orders("single_order", 6, 3, 0, "q", 0, 0) == [identity]
-    perm = view_orders("perm_aug", 20, 2, 0, "q", 0, 0)
+    assert views != view_orders(METHODS["ocsft"], 6, 3, 0, "q", 0, 1)  # a new epoch, new views
+    assert views == view_orders(METHODS["ocsft"], 6, 3, 0, "q", 0, 0)  # seeded
+    assert view_orders(METHODS["single_order"], 6, 3, 0, "q", 0, 0) == [identity]
+    perm = view_orders(METHODS["perm_aug"], 20, 2, 0, "q", 0, 0)
     assert len(perm) == 1 and perm[0] != list(range(20))
 
 
@@ -309,11 +316,11 @@ def test_lm_tokens_cut_the_answer_and_identifier_softmax_needs_one_token(setup):
     rec = listwise.row(0, named=True)
     assert tokenizer.decode(labelled) == "[" + target_text(rec["doc_ids"], rec["teacher_ranking"])[0]
     with pytest.raises(ValueError, match="set lm_tokens: 1"):
-        TrainSpec(lm_softmax="identifiers")
+        TrainSpec.create(method="first", lm_softmax="identifiers")
     batch = ListwiseCollator(tokenizer.pad_token_id)([first])
     logits = torch.randn(1, len(first["input_ids"]), len(tokenizer))
     ids = identifier_token_ids(tokenizer)
-    _, parts = objective(logits, batch, ids, TrainSpec(lm_tokens=1, lm_softmax="identifiers"), None)
+    _, parts = objective(logits, batch, ids, TrainSpec.create(method="first", lm_tokens=1, lm_softmax="identifiers"), None)
     best = first["gold_rank"].index(0)
     scores = logits[0, first["rank_position"], ids]
     assert parts["lm_loss"] == pytest.approx(float(torch.logsumexp(scores, 0) - scores[best]), rel=1e-5)

@@ -7,10 +7,62 @@ and the fix, with a "did you mean" for mistyped keys.
 
 from __future__ import annotations
 
+import copy
 import difflib
+import functools
 from pathlib import Path
 
+from posbias import debiasing, methods, orders
+
 IMPORTED_PREFIX = "imported:"
+SCHEMA = Path(__file__).resolve().parents[2] / "config" / "schema.yaml"
+
+
+@functools.cache
+def schema() -> dict:
+    """The config schema (config/schema.yaml): the one place where every default is stated."""
+    import yaml
+
+    return yaml.safe_load(SCHEMA.read_text())
+
+
+def schema_node(*path: str) -> dict:
+    """The schema of the config object at ``path`` (through named entries: ``("training", "hyper")``)."""
+    node = schema()
+    for key in path:
+        props = node.get("properties", {})
+        node = props[key] if key in props else node["additionalProperties"]["properties"][key]
+    return node
+
+
+def defaults(*path: str) -> dict:
+    """The schema's defaults of the config object at ``path``, nested defaults filled in.
+
+    ``defaults("reranking")`` is what an empty ``reranking:`` section validates to;
+    ``defaults("training", "hyper")`` the trainer settings. Code outside the workflow (tests,
+    benches) takes its settings from here instead of restating them.
+    """
+    node = schema_node(*path)
+    return fill_defaults(node, copy.deepcopy(node.get("default", {})))
+
+
+def model_defaults(kind: str) -> dict:
+    """The schema's defaults of a ``models:`` entry of this ``kind`` (its ``allOf`` branch)."""
+    for branch in schema_node("models")["additionalProperties"]["allOf"]:
+        if branch["if"]["properties"]["kind"]["const"] == kind:
+            return {k: v["default"] for k, v in branch["then"]["properties"].items()}
+    return {}
+
+
+def fill_defaults(node: dict, value):
+    """``value`` with the defaults of ``node``'s properties added where missing, recursively."""
+    if isinstance(value, dict):
+        for key, sub in node.get("properties", {}).items():
+            if key not in value and "default" in sub:
+                value[key] = copy.deepcopy(sub["default"])
+            if key in value:
+                value[key] = fill_defaults(sub, value[key])
+    return value
 
 
 def _dotted(path) -> str:
@@ -165,17 +217,23 @@ def check_experiments(config: dict) -> None:
         if model.get("mode") == "grades" and set(e.get("debias", ["none"]) + e.get("position_debias", ["none"])) != {"none"}:
             raise ValueError(f"config: {where}: {e['model']!r} is a pointwise grades scorer; its debiasing (BSC@K) "
                              "is computed by the stability stage, so leave `debias` out")
+        for key in ("debias", "position_debias"):
+            for name in e.get(key, []):
+                try:
+                    debiasing.parse(name)
+                except ValueError as exc:
+                    raise ValueError(f"config: {where}.{key}: {exc}") from None
+        for name in e.get("orders", []):
+            try:
+                orders.parse(name)
+            except ValueError as exc:
+                raise ValueError(f"config: {where}.orders: {exc}") from None
         if experiment_key(e) in seen:
             raise ValueError(f"config: {where} repeats model/dataset/retriever {experiment_key(e)}")
         seen.add(experiment_key(e))
         positions = [int(o.split("-")[1]) for o in orders_of(config, e) if o.startswith("position-")]
         if positions and max(positions) > config["reranking"]["position_k"]:
             raise ValueError(f"config: {where} asks for position-{max(positions)} beyond reranking.position_k")
-
-
-IPS_METHODS = ("debiasfirst", "rank_ips", "rank_ips_lm")
-POINTWISE_METHODS = ("ocsft", "single_order", "order_averaged", "perm_aug", "debiasfirst_pointwise")
-SHUFFLED_SILVER_METHODS = ("order_averaged", "debiasfirst_pointwise")
 
 
 def silver_teacher(config: dict, run: dict) -> str:
@@ -185,7 +243,7 @@ def silver_teacher(config: dict, run: dict) -> str:
 
 def silver_shuffles(config: dict, run: dict) -> int:
     """Teacher shuffles T a pointwise run needs (0: first-stage order only)."""
-    return config["ocsft"]["shuffles"] if run["method"] in SHUFFLED_SILVER_METHODS else 0
+    return config["ocsft"]["shuffles"] if methods.get(run["method"]).shuffled_silver else 0
 
 
 def silver_path(config: dict, run: dict) -> str:
@@ -264,10 +322,14 @@ def register_trained_models(config: dict) -> None:
 def _register(config: dict, name: str, run: dict) -> None:
     """Check one training entry's cross-references and add its model to ``models``."""
     where = f"config: training.{name}"
+    try:
+        method = methods.get(run["method"])
+    except ValueError as exc:
+        raise ValueError(f"{where}.method: {exc}") from None
     base = config["models"].get(run["base_model"])
     if base is None or base["kind"] != "causal_lm":
         raise ValueError(f"{where}.base_model {run['base_model']!r} is not a models entry of kind causal_lm")
-    pointwise = run["method"] in POINTWISE_METHODS
+    pointwise = method.pointwise
     if pointwise != (base.get("mode") == "grades"):
         raise ValueError(f"{where}: method {run['method']!r} needs a base model in mode "
                          f"{'grades' if pointwise else 'first'}; {run['base_model']!r} is in mode {base.get('mode')!r}")
@@ -282,7 +344,7 @@ def _register(config: dict, name: str, run: dict) -> None:
     elif run["data"] not in listwise_datasets(config):
         raise ValueError(f"{where}.data {run['data']!r} has no listwise training instances "
                          "(use a `listwise` dataset or a synthetic `train` split)")
-    if run["method"] in IPS_METHODS and not config.get("propensity", {}).get("model"):
+    if method.needs_omega and not config.get("propensity", {}).get("model"):
         raise ValueError(f"{where}: method {run['method']!r} needs a propensity estimate; set propensity.model")
     if name in config["models"]:
         raise ValueError(f"{where}: the name is already a models entry; trained models need their own names")

@@ -56,18 +56,6 @@ def aggregate(per_query: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def markdown_table(aggregated: pl.DataFrame, measure_order: list[str]) -> str:
-    """One row per (dataset, system), one column per measure, values to 4 decimals."""
-    wide = aggregated.pivot(on="measure", index=["dataset", "system", "queries"], values="value")
-    cols = [str(m) for m in parse_measures(measure_order) if str(m) in wide.columns]
-    header = "| dataset | system | queries | " + " | ".join(cols) + " |"
-    lines = [header, "|" + "---|" * (3 + len(cols))]
-    for row in wide.sort("dataset", "system").iter_rows(named=True):
-        vals = " | ".join(f"{row[c]:.4f}" for c in cols)
-        lines.append(f"| {row['dataset']} | {row['system']} | {row['queries']} | {vals} |")
-    return "\n".join(lines) + "\n"
-
-
 def tau_psi(rankings: Sequence[Sequence[str]]) -> float:
     """One query's permutation sensitivity ψ = (1 − mean Kendall τ) / 2 over all pairs of its rankings.
 

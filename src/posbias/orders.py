@@ -13,12 +13,19 @@ An ``order`` wildcard value is one of
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from posbias.permute import derive_seed, fisher_yates, move_to_position
 
-_ORDER = re.compile(r"^(original|shuffled-(\d+)|position-(\d+))$")
+# The order grammar: kind -> (takes an index, what it means). Everything that names orders (the
+# wildcard constraint, the config checks, table labels) is derived from this.
+KINDS: dict[str, tuple[bool, str]] = {
+    "original": (False, "the first-stage order"),
+    "shuffled": (True, "seeded shuffle number <s> (0-based)"),
+    "position": (True, "the top-k with its best relevant passage moved to input position <p> (1-based)"),
+}
+PATTERN = "|".join(f"{kind}-\\d+" if indexed else kind for kind, (indexed, _) in KINDS.items())
+GRAMMAR = ", ".join(f"{kind}-<n>" if indexed else kind for kind, (indexed, _) in KINDS.items())
 
 
 @dataclass(frozen=True)
@@ -31,16 +38,14 @@ class Order:
 
 
 def parse(order: str) -> Order:
-    match = _ORDER.match(order)
-    if not match:
-        raise ValueError(f"order {order!r}: expected original, shuffled-<seed> or position-<p>")
-    if match.group(2) is not None:
-        return Order("shuffled", int(match.group(2)))
-    if match.group(3) is not None:
-        if int(match.group(3)) < 1:
-            raise ValueError(f"order {order!r}: positions are 1-based")
-        return Order("position", int(match.group(3)))
-    return Order("original")
+    """The :class:`Order` an ``order`` wildcard value names; ValueError with the grammar otherwise."""
+    kind, _, index = order.partition("-")
+    indexed = KINDS.get(kind, (None,))[0]
+    if indexed is None or indexed != bool(index) or (index and not (index.isascii() and index.isdigit())):
+        raise ValueError(f"order {order!r}: expected one of {GRAMMAR}")
+    if kind == "position" and int(index) < 1:
+        raise ValueError(f"order {order!r}: positions are 1-based")
+    return Order(kind, int(index) if index else None)
 
 
 def shuffle_seed(root_seed: int, index: int, query_id: str) -> int:

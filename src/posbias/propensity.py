@@ -77,21 +77,3 @@ def from_frame(frame: pl.DataFrame) -> np.ndarray:
     omega = np.zeros((k, k))
     omega[frame["input_position"].to_numpy(), frame["output_rank"].to_numpy()] = frame["omega"].to_numpy()
     return omega
-
-
-def heatmap(omega: np.ndarray, path, title: str) -> None:
-    """P(output rank | input position) = k·ω as a heatmap."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from posbias.report import save_figure
-
-    k = omega.shape[0]
-    fig, ax = plt.subplots(figsize=(6, 5), constrained_layout=True)
-    image = ax.imshow(k * omega, cmap="viridis", origin="upper")
-    ax.set(xlabel="output rank", ylabel="input position", title=title,
-           xticks=range(0, k, 2), yticks=range(0, k, 2), xticklabels=range(1, k + 1, 2), yticklabels=range(1, k + 1, 2))
-    fig.colorbar(image, ax=ax, label="P(output rank | input position)")
-    save_figure(fig, path, 120)

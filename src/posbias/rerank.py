@@ -102,7 +102,7 @@ def rerank(reranker: Reranker, lists: list[Candidates], window: int = 20, step: 
     current = {c.name: list(c.doc_ids) for c in lists}
     if len(current) != len(lists):
         raise ValueError("two candidate lists share a name; give repeated queries distinct keys")
-    pointwise = getattr(reranker, "pointwise", False)
+    pointwise = reranker.pointwise
     if pointwise:
         plans = {c.name: chunks(len(c.doc_ids), window) for c in lists}
     else:

@@ -40,8 +40,9 @@ def _views(first_stage: pl.DataFrame, queries: pl.DataFrame, corpus: pl.DataFram
 def silver_labels(teacher, first_stage: pl.DataFrame, queries: pl.DataFrame, corpus: pl.DataFrame,
                   grades: dict[str, dict[str, int]], seed: int, depth: int = 100, window: int = 20,
                   shuffles: int = 0, max_queries: int | None = None,
-                  batch_size: int = 8) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(silver table, per-query teacher cost) for ``teacher`` = a pointwise scorer or ``"qrels"``."""
+                  batch_size: int | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(silver table, per-query teacher cost) for ``teacher`` = a pointwise scorer or ``"qrels"``
+    (``batch_size``: windows per model batch; unused by the qrels teacher)."""
     rows: dict[str, list] = {k: [] for k in ("query_id", "doc_id", "view", "window", "slot", "score")}
     costs = []
     for view, lists in _views(first_stage, queries, corpus, grades, seed, depth, shuffles, max_queries):
@@ -56,8 +57,9 @@ def silver_labels(teacher, first_stage: pl.DataFrame, queries: pl.DataFrame, cor
                         rows["slot"].append(slot)
                         rows["score"].append(min(grades.get(c.query_id, {}).get(doc, 0), 3) / 3.0)
             continue
-        if not getattr(teacher, "pointwise", False):
-            raise ValueError("the silver-label teacher must be a pointwise scorer (mode grades) or 'qrels'")
+        if not teacher.pointwise or batch_size is None:
+            raise ValueError("the silver-label teacher must be a pointwise scorer (mode grades) with a batch size, "
+                             "or 'qrels'")
         _, log, cost = rerank(teacher, lists, window, window, batch_size)
         rows["query_id"] += log["query_id"].to_list()
         rows["doc_id"] += log["doc_id"].to_list()

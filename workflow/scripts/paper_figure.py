@@ -1,17 +1,15 @@
-"""One paper figure from the reranking metrics and position curves, as PNG and PDF."""
+"""One paper figure (posbias.paper.FIGURES) from the reranking metrics and position curves, as PNG and PDF."""
 
 import polars as pl
 
 from posbias import paper, schemas
 from posbias.jobs import logged
 
+SCHEMAS = {"metrics": "rerank_metrics", "curves": "position_curve"}
+
 sm = snakemake  # noqa: F821
 with logged(sm.log[0], "paper_figure") as log:
-    paper.draw(
-        sm.wildcards.figure,
-        pl.concat([schemas.read(p, "rerank_metrics") for p in sm.input.metrics]),
-        pl.concat([schemas.read(p, "position_curve") for p in sm.input.curves]),
-        sm.params.training,
-        sm.output.png,
-    )
+    inputs = {key: pl.concat([schemas.read(p, SCHEMAS[key]) for p in sm.input[key]]) for key in SCHEMAS
+              if key in sm.input.keys()}
+    paper.draw(sm.wildcards.figure, sm.output.png, training=sm.params.training, **inputs)
     log.info("wrote %s and %s", sm.output.png, sm.output.pdf)

@@ -1,20 +1,18 @@
-"""One paper table from the reranking and retrieval metrics, as Markdown, CSV and LaTeX."""
+"""One paper table (posbias.paper.TABLES) from the reranking and retrieval metrics, as Markdown, CSV and LaTeX."""
 
 import polars as pl
 
 from posbias import paper, schemas
 from posbias.jobs import logged
 
+SCHEMAS = {"metrics": "rerank_metrics", "summaries": "rerank_summary", "curves": "position_curve",
+           "first_stage": "metrics"}
+
 sm = snakemake  # noqa: F821
 with logged(sm.log[0], "paper_table") as log:
     name = sm.wildcards.table
-    table = paper.build(
-        name,
-        pl.concat([schemas.read(p, "rerank_metrics") for p in sm.input.metrics]),
-        pl.concat([schemas.read(p, "rerank_summary") for p in sm.input.summaries]),
-        pl.concat([schemas.read(p, "position_curve") for p in sm.input.curves]),
-        pl.concat([schemas.read(p, "metrics") for p in sm.input.first_stage]),
-        sm.params.training,
-    )
-    paper.write(table, sm.output.md[: -len(".md")], paper.TABLES[name])
+    inputs = {key: pl.concat([schemas.read(p, SCHEMAS[key]) for p in sm.input[key]]) for key in SCHEMAS
+              if key in sm.input.keys()}
+    table = paper.build(name, training=sm.params.training, **inputs)
+    paper.write(table, sm.output.md[: -len(".md")], paper.TABLES[name].title)
     log.info("\n%s", open(sm.output.md).read())

@@ -15,6 +15,6 @@ with logged(sm.log[0], "propensity_rerank") as log:
     reranker = rerankers.build(sm.params.model, sm.params.model_path, grades, sm.params.seed, sm.params.device,
                                sm.params.word_budget)
     run, _, cost = rerank(reranker, lists, window=sm.params.k, step=sm.params.k,
-                          batch_size=sm.params.model.get("batch_size", 64))
+                          batch_size=sm.params.model["batch_size"])
     schemas.write(propensity.transitions(sampled, run), sm.output[0], "transitions")
     log.info("reranked %d lists (%d model calls, %.1f s)", len(lists), cost["calls"].sum(), cost["seconds"].sum())

@@ -6,11 +6,10 @@ import json
 import time
 from pathlib import Path
 
-from posbias import orders, rerankers, schemas
+from posbias import debiasing, orders, rerankers, schemas
 from posbias.data.collection import grades_by_query
 from posbias.jobs import logged
 from posbias.rerank import present_candidates, rerank
-from posbias.rerankers.debiased import wrap
 
 sm = snakemake  # noqa: F821
 exp, rr, seed = sm.params.experiment, sm.params.reranking, sm.params.seed
@@ -29,10 +28,10 @@ with logged(sm.log[0], "rerank") as log:
                  rr["position_k"], order)
     base = rerankers.build(sm.params.model, sm.params.model_path, grades, seed, sm.params.device,
                            rr["word_budget"])
-    reranker = wrap(base, sm.wildcards.debias, seed, {"aggregation": rr["permsc_aggregation"], **rr["capcal"]})
+    reranker = debiasing.wrap(base, sm.wildcards.debias, seed, debiasing.options(rr))
     start = time.perf_counter()
-    run, window_log, cost = rerank(reranker, shown.lists, getattr(base, "window", rr["window"]), rr["step"],
-                                   sm.params.model.get("batch_size", 64))
+    run, window_log, cost = rerank(reranker, shown.lists, base.window or rr["window"], rr["step"],
+                                   sm.params.model["batch_size"])
     wall = time.perf_counter() - start
     schemas.write(run, sm.output.run, "run")
     schemas.write(window_log, sm.output.windows, "window_log")
@@ -41,7 +40,7 @@ with logged(sm.log[0], "rerank") as log:
         "order": str(order), "debias": sm.wildcards.debias, "queries": len(shown.lists), "skipped_no_candidates": shown.no_candidates,
         "skipped_not_applicable": shown.not_applicable,
         "windows": window_log.select("query_id", "window").n_unique() if window_log.height else 0,
-        "wall_seconds": wall, **getattr(base, "stats", {}), "shuffle_seeds": shown.seeds,
+        "wall_seconds": wall, **base.stats, "shuffle_seeds": shown.seeds,
     }
     Path(sm.output.stats).write_text(json.dumps(stats, indent=1, sort_keys=True))
     if stats.get("truncated_passages"):

@@ -1,19 +1,17 @@
-"""Gather per-query metrics of all runs into the aggregate Parquet and the markdown table."""
+"""Gather per-query metrics of all runs into the aggregate Parquet and the retrieval table."""
 
 from pathlib import Path
 
 import polars as pl
 
-from posbias import metrics, schemas
+from posbias import metrics, paper, schemas
 from posbias.jobs import logged
+from posbias.paper.retrieval import retrieval_table
 
 sm = snakemake  # noqa: F821
 with logged(sm.log[0], "retrieval_table") as log:
     per_query = pl.concat([schemas.read(p, "metrics") for p in sm.input])
     aggregated = metrics.aggregate(per_query)
     schemas.write(aggregated, sm.output.parquet, "summary")
-    Path(sm.output.table).write_text(
-        "# First-stage retrieval\n\nMean over judged queries (queries with no hits count as 0).\n\n"
-        + metrics.markdown_table(aggregated, sm.params.measures)
-    )
-    log.info("\n%s", metrics.markdown_table(aggregated, sm.params.measures))
+    paper.write(retrieval_table(aggregated, sm.params.measures), sm.output.table[: -len(".md")], "First-stage retrieval")
+    log.info("\n%s", Path(sm.output.table).read_text())

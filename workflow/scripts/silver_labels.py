@@ -21,7 +21,7 @@ with logged(sm.log[0], "silver_labels") as log:
     labels, cost = silver.silver_labels(
         teacher, schemas.read(sm.input.run, "run"), schemas.read(sm.input.queries, "queries"),
         schemas.read(sm.input.corpus, "corpus"), grades, sm.params.seed, oc["depth"], oc["window"],
-        int(sm.wildcards.shuffles), oc.get("queries"), (sm.params.model or {}).get("batch_size", 64))
+        int(sm.wildcards.shuffles), oc.get("queries"), sm.params.model["batch_size"] if sm.params.model else None)
     wall = time.perf_counter() - start
     schemas.write(labels, sm.output.labels, "silver")
     schemas.write(cost, sm.output.cost, "cost")

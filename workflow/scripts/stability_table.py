@@ -4,15 +4,14 @@ from pathlib import Path
 
 import polars as pl
 
-from posbias import paper, report, schemas
+from posbias import paper, schemas
 from posbias.jobs import logged
-
-TITLE = "Pointwise scorers: quality vs decision stability (OC-SFT)"
+from posbias.paper.bsc_curve import bsc_figure
 
 sm = snakemake  # noqa: F821
 with logged(sm.log[0], "stability_table") as log:
     table = pl.concat([schemas.read(p, "stability") for p in sm.input.tables])
     seconds = {Path(p).stem: float(pl.read_csv(p, separator="\t")["s"][0]) for p in sm.input.train_benchmarks}
-    paper.write(paper.stability(table, seconds), sm.output.table[: -len(".md")], TITLE)
-    report.bsc_figure(table, sm.output.figure, sm.params.references)
+    paper.write(paper.stability(table, seconds), sm.output.table[: -len(".md")], paper.STABILITY_TITLE)
+    bsc_figure(table, sm.output.figure, sm.params.references)
     log.info("\n%s", Path(sm.output.table).read_text())

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import torch
 
-from posbias import propensity, report, schemas, silver
+from posbias import propensity, schemas, silver
 from posbias.jobs import logged
+from posbias.paper.training_curves import loss_figure
 from posbias.training import TrainSpec, launch_distributed, train
 
 sm = snakemake  # noqa: F821
@@ -41,6 +42,6 @@ with logged(sm.log[0], "train") as log:
         curve = train(sm.params.base_path, instances, spec, work, out, prop, sm.params.device)
         schemas.write(curve, sm.output.curve, "loss_curve")
     label = run["aug"] if not spec.pointwise else "silver " + Path(sm.input.data).parent.name
-    report.loss_figure(curve, sm.output.figure, f"{sm.wildcards.model} ({run['method']}, {label})")
+    loss_figure(curve, sm.output.figure, f"{sm.wildcards.model} ({run['method']}, {label})")
     last = curve.tail(1).to_dicts()[0] if curve.height else {}
     log.info("trained %s on %d instances; last logged step %s", sm.wildcards.model, instances.height, last)

@@ -1,4 +1,5 @@
-"""Inference-time debiasing around any reranker: PermSC, BSC and CapCal (the ``debias`` wildcard).
+"""Inference-time debiasing around any reranker: PermSC, BSC and CapCal (registered in
+:mod:`posbias.debiasing`, which parses the ``debias`` wildcard and builds these wrappers).
 
 - ``permsc@K``: rerank K seeded shuffles of each window and aggregate the K rankings (Kemeny-optimal
   by default; Borda or RRF as cheaper choices; Borda + local search for windows over 20).
@@ -9,56 +10,45 @@
 
 The K views of all windows in a batch go to the base reranker together, so batching still applies.
 View seeds derive from the config seed, the query id, the window's doc ids and the view index.
+A wrapper declares the same capabilities as its base (``pointwise``, ``window``) and shares its
+``stats``.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
 
 from posbias import debias
 from posbias.permute import derive_seed, fisher_yates
-from posbias.rerankers import Reranker, Window, WindowResult
-
-_METHOD = re.compile(r"^(none|capcal|permsc@(\d+)|bsc@(\d+))$")
+from posbias.rerankers.base import Reranker, Window, WindowResult, by_score
 
 
-@dataclass(frozen=True)
-class DebiasSpec:
-    method: str  # none | permsc | bsc | capcal
-    k: int = 1
+class _Wrapper(Reranker):
+    """A reranker around ``base`` with the base's capabilities and counters."""
 
-    def __str__(self) -> str:
-        return self.method if self.method in ("none", "capcal") else f"{self.method}@{self.k}"
-
-
-def parse(name: str) -> DebiasSpec:
-    match = _METHOD.match(name)
-    if not match:
-        raise ValueError(f"debias {name!r}: expected none, capcal, permsc@K or bsc@K")
-    if match.group(2):
-        return DebiasSpec("permsc", int(match.group(2)))
-    if match.group(3):
-        return DebiasSpec("bsc", int(match.group(3)))
-    return DebiasSpec(match.group(1))
+    def __init__(self, base: Reranker):
+        super().__init__()
+        self.base = base
+        self.pointwise, self.window, self.stats = base.pointwise, base.window, base.stats
 
 
-class PermutationDebiased:
-    """PermSC or BSC: K shuffled views per window, aggregated."""
+class PermutationDebiased(_Wrapper):
+    """PermSC (``method="permsc"``) or BSC (``"bsc"``): K shuffled views per window, aggregated."""
 
-    def __init__(self, base: Reranker, spec: DebiasSpec, seed: int, aggregation: str = "kemeny"):
-        if spec.k < 1:
+    def __init__(self, base: Reranker, method: str, k: int, seed: int, aggregation: str):
+        if method not in ("permsc", "bsc"):
+            raise ValueError(f"PermutationDebiased: method {method!r} is neither permsc nor bsc")
+        if k < 1:
             raise ValueError("K must be at least 1")
-        self.base, self.spec, self.seed, self.aggregation = base, spec, seed, aggregation
-        self.stats = getattr(base, "stats", {})
+        super().__init__(base)
+        self.method, self.k, self.seed, self.aggregation = method, k, seed, aggregation
 
     def _views(self, window: Window) -> list[list[int]]:
         n = len(window.doc_ids)
         return [fisher_yates(range(n), derive_seed(self.seed, "view", window.query_id, *window.doc_ids, j))
-                for j in range(self.spec.k)]
+                for j in range(self.k)]
 
     def _aggregate(self, rankings: list[list[str]]) -> list[str]:
         if self.aggregation == "borda" or (self.aggregation == "kemeny" and len(rankings[0]) > 20):
@@ -75,10 +65,10 @@ class PermutationDebiased:
         results = self.base.rank(views)
         out = []
         for wi, window in enumerate(windows):
-            mine = results[wi * self.spec.k:(wi + 1) * self.spec.k]
-            mine_views = views[wi * self.spec.k:(wi + 1) * self.spec.k]
+            mine = results[wi * self.k:(wi + 1) * self.k]
+            mine_views = views[wi * self.k:(wi + 1) * self.k]
             index = {d: i for i, d in enumerate(window.doc_ids)}
-            if self.spec.method == "bsc" and all(r.scores is not None for r in mine):
+            if self.method == "bsc" and all(r.scores is not None for r in mine):
                 per_doc: dict[str, list[float]] = {d: [] for d in window.doc_ids}
                 for view, res in zip(mine_views, mine):
                     for d, s in zip(view.doc_ids, res.scores):
@@ -87,40 +77,28 @@ class PermutationDebiased:
                 scores = [float(np.mean(per_doc[d])) for d in window.doc_ids]
             else:
                 rankings = [[view.doc_ids[i] for i in res.order] for view, res in zip(mine_views, mine)]
-                ranking = self._aggregate(rankings) if self.spec.method == "permsc" else debias.borda(rankings)
+                ranking = self._aggregate(rankings) if self.method == "permsc" else debias.borda(rankings)
                 scores = None
             cost = {key: sum(r.stats.get(key, 0) for r in mine) for key in ("calls", "prompt_tokens")}
             out.append(WindowResult(order=[index[d] for d in ranking], scores=scores, stats=cost))
         return out
 
 
-class CapCalDebiased:
-    """CapCal with a fixed α or the entropy-adaptive one (α=None)."""
+class CapCalDebiased(_Wrapper):
+    """CapCal with a fixed α or the entropy-adaptive one (α=None), in the mode the base declares."""
 
-    def __init__(self, base: Reranker, alpha: float | None = None, c: float = 5.0, alpha_max: float = 2.0,
-                 placeholder: str = ""):
-        self.base, self.placeholder = base, placeholder
+    def __init__(self, base: Reranker, alpha: float | None, c: float, alpha_max: float, placeholder: str):
+        if base.capcal is None:
+            raise ValueError(f"{type(base).__name__} supports neither single-step nor sequential CapCal")
+        super().__init__(base)
+        self.placeholder = placeholder
         self.calibrate = partial(debias.capcal_scores, alpha=alpha, c=c, alpha_max=alpha_max)
-        self.stats = getattr(base, "stats", {})
 
     def rank(self, windows: list[Window]) -> list[WindowResult]:
-        if hasattr(self.base, "calibration_inputs"):
-            out = []
-            for p_real, p_empty, cost in self.base.calibration_inputs(windows, self.placeholder):
-                s = self.calibrate(p_real, p_empty)
-                out.append(WindowResult(order=sorted(range(len(s)), key=lambda i: (-s[i], i)), scores=s, stats=cost))
-            return out
-        if hasattr(self.base, "rank_calibrated"):
+        if self.base.capcal == "sequential":
             return self.base.rank_calibrated(windows, self.calibrate, self.placeholder)
-        raise ValueError(f"{type(self.base).__name__} supports neither single-step nor sequential CapCal")
-
-
-def wrap(base: Reranker, name: str, seed: int, options: dict | None = None) -> Reranker:
-    """``base`` with the debiasing method ``name`` (none, capcal, permsc@K, bsc@K) applied."""
-    spec, options = parse(name), options or {}
-    if spec.method == "none":
-        return base
-    if spec.method == "capcal":
-        return CapCalDebiased(base, options.get("alpha"), options.get("c", 5.0), options.get("alpha_max", 2.0),
-                              options.get("placeholder", ""))
-    return PermutationDebiased(base, spec, seed, options.get("aggregation", "kemeny"))
+        out = []
+        for p_real, p_empty, cost in self.base.calibration_inputs(windows, self.placeholder):
+            s = self.calibrate(p_real, p_empty)
+            out.append(WindowResult(order=by_score(s), scores=s, stats=cost))
+        return out

@@ -9,16 +9,26 @@ scores are kept, because calibration methods (CapCal, BSC) need them.
 from __future__ import annotations
 
 from posbias.prompts import render
-from posbias.rerankers import Window, WindowResult
-from posbias.rerankers.lm import LMSpec, batches_by_length, identifier_token_ids, load, pad_left
+from posbias.rerankers.base import Reranker, Window, WindowResult, by_score
+from posbias.rerankers.lm import (
+    LMSpec,
+    batches_by_length,
+    identifier_token_ids,
+    load,
+    pad_left,
+)
 
 
-class FirstReranker:
+class FirstReranker(Reranker):
+    capcal = "single_step"
+
     def __init__(self, spec: LMSpec):
+        super().__init__()
         self.spec = spec
         self.tokenizer, self.model = load(spec)
         self.id_tokens = identifier_token_ids(self.tokenizer)
         self.stats = {"forward_passes": 0, "prompt_tokens": 0, "truncated_passages": 0}
+        self._prior_cache: dict[tuple[str, int, str], list[float]] = {}
 
     def encode(self, window: Window) -> list[int]:
         prompt = render(self.tokenizer, window.query, window.texts, self.spec.word_budget,
@@ -34,8 +44,6 @@ class FirstReranker:
         """
         import numpy as np
 
-        if not hasattr(self, "_prior_cache"):
-            self._prior_cache: dict[tuple[str, int, str], list[float]] = {}
         missing = sorted({(w.query, len(w.doc_ids)) for w in windows} - {k[:2] for k in self._prior_cache
                                                                             if k[2] == placeholder})
         prior_cost: dict[tuple[str, int], int] = {}
@@ -79,5 +87,5 @@ class FirstReranker:
     def rank(self, windows: list[Window]) -> list[WindowResult]:
         encoded = [self.encode(w) for w in windows]
         scores = self.identifier_logits(encoded, [len(w.doc_ids) for w in windows])
-        return [WindowResult(order=sorted(range(len(s)), key=lambda i: (-s[i], i)), scores=s,
+        return [WindowResult(order=by_score(s), scores=s,
                              stats={"calls": 1, "prompt_tokens": len(enc)}) for s, enc in zip(scores, encoded)]

@@ -10,8 +10,14 @@ from __future__ import annotations
 import re
 
 from posbias.prompts import identifiers, render
-from posbias.rerankers import Window, WindowResult
-from posbias.rerankers.lm import LMSpec, batches_by_length, identifier_token_ids, load, pad_left
+from posbias.rerankers.base import Reranker, Window, WindowResult
+from posbias.rerankers.lm import (
+    LMSpec,
+    batches_by_length,
+    identifier_token_ids,
+    load,
+    pad_left,
+)
 
 _ID = re.compile(r"\[\s*([A-Z])\s*\]")  # word-level tokenizers decode "[ A ]"
 
@@ -29,8 +35,11 @@ def parse_ranking(text: str, n: int) -> tuple[list[int], int]:
     return order, missing
 
 
-class GenerationReranker:
+class GenerationReranker(Reranker):
+    capcal = "sequential"
+
     def __init__(self, spec: LMSpec):
+        super().__init__()
         self.spec = spec
         self.tokenizer, self.model = load(spec)
         self.stats = {"forward_passes": 0, "prompt_tokens": 0, "generated_tokens": 0, "parse_failures": 0,

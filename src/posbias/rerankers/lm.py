@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from posbias import config
 from posbias.errors import PosbiasError
 from posbias.prompts import IDENTIFIERS
 
@@ -19,19 +20,23 @@ DTYPES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf16
           "float16": "float16", "fp16": "float16"}
 
 
+_MODEL = config.model_defaults("causal_lm")
+
+
 @dataclass
 class LMSpec:
-    """What the ``models:`` entry of a causal LM says (see config/README.md)."""
+    """What the ``models:`` entry of a causal LM says (see config/README.md); the defaults are the
+    schema's (a causal_lm entry's, ``reranking.word_budget`` and ``device``)."""
 
     path: str
-    dtype: str = "float32"
-    max_context: int = 4096
-    attn_implementation: str = "sdpa"
-    trust_remote_code: bool = False
-    word_budget: int = 300
-    batch_size: int = 8
-    device: str = "cpu"
-    prompt: str = "rankzephyr"  # listwise prompt style (posbias.prompts.PROMPT_STYLES)
+    dtype: str = _MODEL["dtype"]
+    max_context: int = _MODEL["max_context"]
+    attn_implementation: str = _MODEL["attn_implementation"]
+    trust_remote_code: bool = _MODEL["trust_remote_code"]
+    word_budget: int = config.defaults("reranking")["word_budget"]
+    batch_size: int = _MODEL["batch_size"]
+    device: str = config.schema()["properties"]["device"]["default"]
+    prompt: str = _MODEL["prompt"]  # listwise prompt style (posbias.prompts.PROMPT_STYLES)
 
 
 def load(spec: LMSpec):

@@ -27,8 +27,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from posbias import config
 from posbias.permute import derive_seed
-from posbias.rerankers import Window, WindowResult
+from posbias.rerankers.base import Reranker, Window, WindowResult, by_score
 
 PRIORS = ("none", "linear", "primacy", "u_shaped")
 
@@ -48,15 +49,25 @@ def prior(kind: str, k: int) -> np.ndarray:
     raise ValueError(f"unknown positional prior {kind!r}; use one of {PRIORS}")
 
 
-class SimulatedReranker:
-    def __init__(self, grades: dict[str, dict[str, int]], prior: str = "none", strength: float = 0.0,
-                 noise: float = 0.0, relevance_weight: float = 1.0, seed: int = 0, bias_space: str = "score"):
+_DEFAULTS = config.model_defaults("simulated")
+
+
+class SimulatedReranker(Reranker):
+    """The listwise simulator; argument defaults are a simulated ``models:`` entry's (config/schema.yaml)."""
+
+    capcal = "single_step"
+
+    def __init__(self, grades: dict[str, dict[str, int]], prior: str = _DEFAULTS["prior"],
+                 strength: float = _DEFAULTS["strength"], noise: float = _DEFAULTS["noise"],
+                 relevance_weight: float = _DEFAULTS["relevance_weight"], seed: int = 0,
+                 bias_space: str = _DEFAULTS["bias_space"]):
         if prior not in PRIORS:
             raise ValueError(f"unknown positional prior {prior!r}; use one of {PRIORS}")
         if bias_space not in ("score", "probability"):
             raise ValueError(f"bias_space must be 'score' or 'probability', not {bias_space!r}")
         if bias_space == "probability" and not 0.0 <= strength <= 1.0:
             raise ValueError("with bias_space='probability' the strength is a mixture weight in [0, 1]")
+        super().__init__()
         self.grades, self.prior, self.strength = grades, prior, strength
         self.noise, self.relevance_weight, self.seed, self.bias_space = noise, relevance_weight, seed, bias_space
 
@@ -81,8 +92,7 @@ class SimulatedReranker:
         out = []
         for window in windows:
             s = self.scores(window)
-            order = sorted(range(len(s)), key=lambda i: (-s[i], i))  # ties keep input order
-            out.append(WindowResult(order=order, scores=s.tolist(), stats={"calls": 1, "prompt_tokens": 0}))
+            out.append(WindowResult(order=by_score(s), scores=s.tolist(), stats={"calls": 1, "prompt_tokens": 0}))
         return out
 
     def calibration_inputs(self, windows: list[Window], placeholder: str) -> list[tuple[list[float], list[float], dict]]:
@@ -112,8 +122,10 @@ class SimulatedGrader(SimulatedReranker):
     """
 
     pointwise = True
+    capcal = None  # a grader has no answer distribution over identifiers to calibrate
 
-    def __init__(self, grades: dict[str, dict[str, int]], window: int = 20, order_noise: float = 0.0, **kwargs):
+    def __init__(self, grades: dict[str, dict[str, int]], window: int = _DEFAULTS["grade_window"],
+                 order_noise: float = _DEFAULTS["order_noise"], **kwargs):
         super().__init__(grades, **kwargs)
         self.window, self.order_noise = window, order_noise
 

@@ -1,9 +1,11 @@
-"""OC-SFT training of the batched pointwise "Grades:" scorer, and its baselines (same trainer).
+"""Pointwise training of the batched "Grades:" scorer: OC-SFT and its baselines (same trainer).
 
 Each training example is one canonical window (B documents, silver targets). Per step the collator
 renders N views of it (:class:`GradesCollator`), the model scores every view in one forward pass
 (:func:`posbias.scoring.slot_grade_logits`), the scores are aligned back by document and
 :func:`posbias.losses.ocsft_loss` is applied per window:
+
+The methods (:mod:`posbias.methods`) differ in their ``views``, ``consistency`` and ``ips``:
 
 - ``ocsft``: view 0 = the first-stage order (supervised), views 1 … N−1 seeded permutations;
   consistency weight λ, warmed up linearly over ``consistency_warmup`` steps.
@@ -24,22 +26,21 @@ import numpy as np
 import torch
 
 from posbias import losses
+from posbias.methods import TrainingMethod
 from posbias.permute import derive_seed, fisher_yates
 from posbias.scoring import GradesEncoder, grade_scores, slot_grade_logits
 
-POINTWISE_METHODS = ("ocsft", "single_order", "order_averaged", "perm_aug", "debiasfirst_pointwise")
 
-
-def view_orders(method: str, n_docs: int, views: int, seed: int, query_id: str, window: int,
+def view_orders(method: TrainingMethod, n_docs: int, views: int, seed: int, query_id: str, window: int,
                 epoch: int) -> list[list[int]]:
     """The document order (indices into the canonical window) of every view of one example."""
     def shuffled(view: int) -> list[int]:
         return fisher_yates(list(range(n_docs)), derive_seed(seed, "ocsft-view", query_id, window, epoch, view))
 
-    if method == "perm_aug":
+    if method.views == "one_permutation":
         return [shuffled(0)]
     identity = list(range(n_docs))
-    if method == "ocsft":
+    if method.views == "anchor+permutations":
         return [identity] + [shuffled(v) for v in range(1, views)]
     return [identity]
 
@@ -47,7 +48,7 @@ def view_orders(method: str, n_docs: int, views: int, seed: int, query_id: str, 
 class GradesCollator:
     """Renders the views of a batch of windows; ``epoch`` is advanced by the trainer every epoch."""
 
-    def __init__(self, encoder: GradesEncoder, method: str, views: int, seed: int, pad_token_id: int,
+    def __init__(self, encoder: GradesEncoder, method: TrainingMethod, views: int, seed: int, pad_token_id: int,
                  slot_weights: np.ndarray | None = None):
         self.encoder, self.method, self.views, self.seed, self.pad = encoder, method, views, seed, pad_token_id
         self.slot_weights = slot_weights
@@ -95,12 +96,14 @@ def aligned_view_scores(scores: torch.Tensor, batch: dict, window: int) -> torch
     return torch.stack(out)
 
 
-def pointwise_objective(model, batch: dict, grade_ids, method: str, lam: float) -> tuple[torch.Tensor, dict[str, float]]:
-    """The mean OC-SFT loss over the batch's windows (λ forced to 0 for the baselines), and its two terms."""
+def pointwise_objective(model, batch: dict, grade_ids, method: TrainingMethod,
+                        lam: float) -> tuple[torch.Tensor, dict[str, float]]:
+    """The mean OC-SFT loss over the batch's windows (λ forced to 0 for methods without the
+    consistency term), and its two terms."""
     logits = slot_grade_logits(model, batch["input_ids"], batch["attention_mask"], batch["slots"], grade_ids)
     scores = grade_scores(logits)
-    lam = lam if method == "ocsft" else 0.0
-    weighted = method == "debiasfirst_pointwise"
+    lam = lam if method.consistency else 0.0
+    weighted = method.ips
     supervised, spread = [], []
     for w in range(batch["targets"].shape[0]):
         views = aligned_view_scores(scores, batch, w)
