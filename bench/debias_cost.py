@@ -20,13 +20,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from posbias import debias
-from posbias.debiasing import wrap
+from posbias import config, debias
+from posbias.debiasing import options, wrap
 from posbias.models import build_tiny_causal_lm
 from posbias.rerank import Candidates, rerank
 from posbias.rerankers.first import FirstReranker
 from posbias.rerankers.lm import LMSpec
 
+SETTINGS = options(config.defaults("reranking"))  # the schema's PermSC and CapCal settings
 WORDS = ("retrieval ranking passage query model position bias order shuffle window relevance "
          "document score listwise training evaluation collection judgement metric").split()
 
@@ -70,7 +71,7 @@ def model_costs(n_windows: int) -> None:
                              layers=5, heads=4, max_length=4096, seed=0)
 
         def timed(method: str) -> float:
-            reranker = wrap(FirstReranker(LMSpec(str(path), batch_size=8)), method, seed=0)
+            reranker = wrap(FirstReranker(LMSpec(str(path), batch_size=8)), method, 0, SETTINGS)
             rerank(reranker, lists[:2])  # warm-up (and, for CapCal, nothing cached for the timed queries)
             start = time.perf_counter()
             rerank(reranker, lists)

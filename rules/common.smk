@@ -131,3 +131,16 @@ def training_inputs(wildcards):
         if method.needs_omega:
             inputs["omega"] = f"results/propensity/{PROPENSITY['model']}/omega.parquet"
     return inputs
+
+
+RERANK_RESULTS = {
+    "metrics": [f"results/metrics/rerank/{m}/{d}/{r}/{b}.parquet" for m, d, r, b in SUMMARIES],
+    "summaries": [f"results/metrics/rerank/{m}/{d}/{r}/{b}.summary.parquet" for m, d, r, b in SUMMARIES],
+    "curves": [f"results/metrics/rerank/{m}/{d}/{r}/{b}.curve.parquet" for m, d, r, b in SUMMARIES],
+    "first_stage": sorted({f"results/metrics/retrieval/{d}/{r}.parquet" for _, d, r, _ in SUMMARIES}),
+}
+
+
+def paper_inputs(entries, name):
+    """The result files a registered paper table or figure reads (posbias.paper)."""
+    return {key: RERANK_RESULTS[key] for key in paper.needs(entries[name])}

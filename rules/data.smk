@@ -6,10 +6,6 @@ rule prepare_dataset:
         corpus="results/data/{dataset}/corpus.parquet",
         queries="results/data/{dataset}/queries.parquet",
         qrels="results/data/{dataset}/qrels.parquet",
-    params:
-        spec=dataset_params,
-        seed=config["seed"],
-        irds_home=config["ir_datasets_home"],
     log:
         "logs/data/{dataset}.log",
     benchmark:
@@ -19,6 +15,10 @@ rule prepare_dataset:
     resources:
         mem_mb=4000,
         runtime=60,
+    params:
+        spec=dataset_params,
+        seed=config["seed"],
+        irds_home=config["ir_datasets_home"],
     script:
         "../workflow/scripts/prepare_dataset.py"
 
@@ -26,21 +26,21 @@ rule prepare_dataset:
 rule listwise_set:
     output:
         "results/data/{dataset}/listwise.parquet",
-    params:
-        spec=dataset_params,
-        seed=config["seed"],
-        irds_home=config["ir_datasets_home"],
-    wildcard_constraints:
-        dataset=alternation(LISTWISE_DATASETS or ["__none__"]),
     log:
         "logs/data/{dataset}.listwise.log",
     benchmark:
         "benchmarks/data/{dataset}.listwise.tsv"
+    wildcard_constraints:
+        dataset=alternation(LISTWISE_DATASETS or ["__none__"]),
     conda:
         "../envs/data.yaml"
     resources:
         mem_mb=4000,
         runtime=30,
+    params:
+        spec=dataset_params,
+        seed=config["seed"],
+        irds_home=config["ir_datasets_home"],
     script:
         "../workflow/scripts/listwise_set.py"
 

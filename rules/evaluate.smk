@@ -7,8 +7,6 @@ rule evaluate_run:
         qrels="results/data/{dataset}/qrels.parquet",
     output:
         "results/metrics/retrieval/{dataset}/{retriever}.parquet",
-    params:
-        measures=config["evaluation"]["measures"],
     log:
         "logs/metrics/retrieval/{dataset}/{retriever}.log",
     benchmark:
@@ -18,6 +16,8 @@ rule evaluate_run:
     resources:
         mem_mb=2000,
         runtime=20,
+    params:
+        measures=config["evaluation"]["measures"],
     script:
         "../workflow/scripts/evaluate_run.py"
 
@@ -34,8 +34,6 @@ rule retrieval_table:
         ),
         csv="results/tables/retrieval.csv",
         tex="results/tables/retrieval.tex",
-    params:
-        measures=config["evaluation"]["measures"],
     log:
         "logs/tables/retrieval.log",
     benchmark:
@@ -45,6 +43,8 @@ rule retrieval_table:
     resources:
         mem_mb=2000,
         runtime=10,
+    params:
+        measures=config["evaluation"]["measures"],
     script:
         "../workflow/scripts/retrieval_table.py"
 

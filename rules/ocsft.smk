@@ -14,6 +14,18 @@ rule silver_labels:
         labels="results/silver/{dataset}/{teacher}/t{shuffles}.parquet",
         cost="results/silver/{dataset}/{teacher}/t{shuffles}.cost.parquet",
         stats="results/silver/{dataset}/{teacher}/t{shuffles}.stats.json",
+    log:
+        "logs/silver/{dataset}/{teacher}/t{shuffles}.log",
+    benchmark:
+        "benchmarks/silver/{dataset}/{teacher}/t{shuffles}.tsv"
+    wildcard_constraints:
+        shuffles=r"\d+",
+    conda:
+        "../envs/models.yaml"
+    resources:
+        mem_mb=8000,
+        runtime=240,
+        gpu=lambda w: model_gpus(w.teacher),
     params:
         ocsft=config["ocsft"],
         model=lambda w: None if w.teacher == "qrels" else config["models"][w.teacher],
@@ -21,18 +33,6 @@ rule silver_labels:
         word_budget=config["reranking"]["word_budget"],
         seed=config["seed"],
         device=config["device"],
-    wildcard_constraints:
-        shuffles=r"\d+",
-    log:
-        "logs/silver/{dataset}/{teacher}/t{shuffles}.log",
-    benchmark:
-        "benchmarks/silver/{dataset}/{teacher}/t{shuffles}.tsv"
-    conda:
-        "../envs/models.yaml"
-    resources:
-        mem_mb=8000,
-        runtime=240,
-        gpu=lambda w: model_gpus(w.teacher),
     script:
         "../workflow/scripts/silver_labels.py"
 
@@ -44,10 +44,6 @@ rule stability:
         qrels="results/data/{dataset}/qrels.parquet",
     output:
         "results/metrics/stability/{model}/{dataset}/{retriever}.parquet",
-    params:
-        orders=lambda w: stability_orders(w),
-        ocsft=config["ocsft"],
-        relevant_grade=config["reranking"]["relevant_grade"],
     log:
         "logs/metrics/stability/{model}/{dataset}/{retriever}.log",
     benchmark:
@@ -57,6 +53,10 @@ rule stability:
     resources:
         mem_mb=4000,
         runtime=30,
+    params:
+        orders=lambda w: stability_orders(w),
+        ocsft=config["ocsft"],
+        relevant_grade=config["reranking"]["relevant_grade"],
     script:
         "../workflow/scripts/stability.py"
 
@@ -79,8 +79,6 @@ rule stability_table:
             category="OC-SFT",
         ),
         figure_pdf="results/figures/bsc_curve.pdf",
-    params:
-        references=[name for name, run in config["training"].items() if run["method"] == "ocsft"],
     log:
         "logs/tables/stability.log",
     benchmark:
@@ -90,6 +88,8 @@ rule stability_table:
     resources:
         mem_mb=2000,
         runtime=10,
+    params:
+        references=[name for name, run in config["training"].items() if run["method"] == "ocsft"],
     script:
         "../workflow/scripts/stability_table.py"
 

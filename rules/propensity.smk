@@ -7,21 +7,21 @@ rule propensity_samples:
         run=lambda w: f"results/runs/{PROPENSITY['dataset']}/{PROPENSITY['retriever']}.parquet",
     output:
         "results/propensity/{model}/samples.parquet",
-    params:
-        propensity=PROPENSITY,
-        seed=config["seed"],
-    wildcard_constraints:
-        model=alternation([PROPENSITY.get("model") or "__none__"]),
-    priority: 10  # between two training jobs on the DAG's longest chain
     log:
         "logs/propensity/{model}/samples.log",
     benchmark:
         "benchmarks/propensity/{model}/samples.tsv"
+    wildcard_constraints:
+        model=alternation([PROPENSITY.get("model") or "__none__"]),
+    priority: 10  # between two training jobs on the DAG's longest chain
     conda:
         "../envs/models.yaml"
     resources:
         mem_mb=4000,
         runtime=20,
+    params:
+        propensity=PROPENSITY,
+        seed=config["seed"],
     script:
         "../workflow/scripts/propensity_samples.py"
 
@@ -35,6 +35,19 @@ rule propensity_rerank:
         model=lambda w: reranker_model_input(w.model),
     output:
         "results/propensity/{model}/reranked.parquet",
+    log:
+        "logs/propensity/{model}/reranked.log",
+    benchmark:
+        "benchmarks/propensity/{model}/reranked.tsv"
+    wildcard_constraints:
+        model=alternation([PROPENSITY.get("model") or "__none__"]),
+    priority: 10  # between two training jobs on the DAG's longest chain
+    conda:
+        "../envs/models.yaml"
+    resources:
+        mem_mb=8000,
+        runtime=240,
+        gpu=model_gpus(PROPENSITY.get("model")),
     params:
         model=lambda w: config["models"][w.model],
         model_path=lambda w: reranker_model_path(w.model),
@@ -42,19 +55,6 @@ rule propensity_rerank:
         word_budget=config["reranking"]["word_budget"],
         seed=config["seed"],
         device=config["device"],
-    wildcard_constraints:
-        model=alternation([PROPENSITY.get("model") or "__none__"]),
-    priority: 10  # between two training jobs on the DAG's longest chain
-    log:
-        "logs/propensity/{model}/reranked.log",
-    benchmark:
-        "benchmarks/propensity/{model}/reranked.tsv"
-    conda:
-        "../envs/models.yaml"
-    resources:
-        mem_mb=8000,
-        runtime=240,
-        gpu=model_gpus(PROPENSITY.get("model")),
     script:
         "../workflow/scripts/propensity_rerank.py"
 
@@ -70,21 +70,21 @@ rule propensity_estimate:
             category="Propensity",
         ),
         heatmap_pdf="results/propensity/{model}/omega.pdf",
-    params:
-        k=PROPENSITY["k"],
-        smoothing=PROPENSITY["smoothing"],
-    wildcard_constraints:
-        model=alternation([PROPENSITY.get("model") or "__none__"]),
-    priority: 10  # between two training jobs on the DAG's longest chain
     log:
         "logs/propensity/{model}/omega.log",
     benchmark:
         "benchmarks/propensity/{model}/omega.tsv"
+    wildcard_constraints:
+        model=alternation([PROPENSITY.get("model") or "__none__"]),
+    priority: 10  # between two training jobs on the DAG's longest chain
     conda:
         "../envs/models.yaml"
     resources:
         mem_mb=2000,
         runtime=10,
+    params:
+        k=PROPENSITY["k"],
+        smoothing=PROPENSITY["smoothing"],
     script:
         "../workflow/scripts/propensity_estimate.py"
 

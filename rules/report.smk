@@ -4,21 +4,6 @@
 
 PAPER_TABLES = list(paper.TABLES)
 PAPER_FIGURES = list(paper.FIGURES)
-RERANK_RESULTS = {
-    "metrics": [f"results/metrics/rerank/{m}/{d}/{r}/{b}.parquet" for m, d, r, b in SUMMARIES],
-    "summaries": [
-        f"results/metrics/rerank/{m}/{d}/{r}/{b}.summary.parquet" for m, d, r, b in SUMMARIES
-    ],
-    "curves": [f"results/metrics/rerank/{m}/{d}/{r}/{b}.curve.parquet" for m, d, r, b in SUMMARIES],
-    "first_stage": sorted(
-        {f"results/metrics/retrieval/{d}/{r}.parquet" for _, d, r, _ in SUMMARIES}
-    ),
-}
-
-
-def paper_inputs(entries, name):
-    """The result files a registered paper table or figure reads (posbias.paper)."""
-    return {key: RERANK_RESULTS[key] for key in paper.needs(entries[name])}
 
 
 rule paper_table:
@@ -33,19 +18,19 @@ rule paper_table:
         ),
         csv="results/tables/{table}.csv",
         tex="results/tables/{table}.tex",
-    params:
-        training=config.get("training", {}),
-    wildcard_constraints:
-        table=alternation(PAPER_TABLES),
     log:
         "logs/paper/{table}.log",
     benchmark:
         "benchmarks/paper/{table}.tsv"
+    wildcard_constraints:
+        table=alternation(PAPER_TABLES),
     conda:
         "../envs/eval.yaml"
     resources:
         mem_mb=2000,
         runtime=10,
+    params:
+        training=config.get("training", {}),
     script:
         "../workflow/scripts/paper_table.py"
 
@@ -61,19 +46,19 @@ rule paper_figure:
             subcategory="{figure}",
         ),
         pdf="results/figures/{figure}.pdf",
-    params:
-        training=config.get("training", {}),
-    wildcard_constraints:
-        figure=alternation(PAPER_FIGURES),
     log:
         "logs/paper/{figure}.log",
     benchmark:
         "benchmarks/paper/{figure}.tsv"
+    wildcard_constraints:
+        figure=alternation(PAPER_FIGURES),
     conda:
         "../envs/eval.yaml"
     resources:
         mem_mb=2000,
         runtime=10,
+    params:
+        training=config.get("training", {}),
     script:
         "../workflow/scripts/paper_figure.py"
 

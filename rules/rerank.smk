@@ -15,6 +15,19 @@ rule rerank:
         windows="results/rerank/{model}/{dataset}/{retriever}/{order}/{debias}.windows.parquet",
         cost="results/rerank/{model}/{dataset}/{retriever}/{order}/{debias}.cost.parquet",
         stats="results/rerank/{model}/{dataset}/{retriever}/{order}/{debias}.stats.json",
+    log:
+        "logs/rerank/{model}/{dataset}/{retriever}/{order}/{debias}.log",
+    benchmark:
+        "benchmarks/rerank/{model}/{dataset}/{retriever}/{order}/{debias}.tsv"
+    wildcard_constraints:
+        order=ORDER_PATTERN,
+        debias=DEBIAS_PATTERN,
+    conda:
+        "../envs/models.yaml"
+    resources:
+        mem_mb=8000,
+        runtime=240,
+        gpu=lambda w: model_gpus(w.model),
     params:
         experiment=lambda w: EXPERIMENTS[(w.model, w.dataset, w.retriever)],
         model=lambda w: config["models"][w.model],
@@ -22,19 +35,6 @@ rule rerank:
         reranking=config["reranking"],
         seed=config["seed"],
         device=config["device"],
-    wildcard_constraints:
-        order=ORDER_PATTERN,
-        debias=DEBIAS_PATTERN,
-    log:
-        "logs/rerank/{model}/{dataset}/{retriever}/{order}/{debias}.log",
-    benchmark:
-        "benchmarks/rerank/{model}/{dataset}/{retriever}/{order}/{debias}.tsv"
-    conda:
-        "../envs/models.yaml"
-    resources:
-        mem_mb=8000,
-        runtime=240,
-        gpu=lambda w: model_gpus(w.model),
     script:
         "../workflow/scripts/rerank.py"
 
@@ -50,22 +50,22 @@ rule rerank_summary:
         metrics="results/metrics/rerank/{model}/{dataset}/{retriever}/{debias}.parquet",
         curve="results/metrics/rerank/{model}/{dataset}/{retriever}/{debias}.curve.parquet",
         summary="results/metrics/rerank/{model}/{dataset}/{retriever}/{debias}.summary.parquet",
-    params:
-        orders=lambda w: pbconfig.orders_for(config, EXPERIMENTS[(w.model, w.dataset, w.retriever)], w.debias),
-        reranking=config["reranking"],
-        measures=config["evaluation"]["measures"],
-        seed=config["seed"],
-    wildcard_constraints:
-        debias=DEBIAS_PATTERN,
     log:
         "logs/metrics/rerank/{model}/{dataset}/{retriever}/{debias}.log",
     benchmark:
         "benchmarks/metrics/rerank/{model}/{dataset}/{retriever}/{debias}.tsv"
+    wildcard_constraints:
+        debias=DEBIAS_PATTERN,
     conda:
         "../envs/eval.yaml"
     resources:
         mem_mb=4000,
         runtime=30,
+    params:
+        orders=lambda w: pbconfig.orders_for(config, EXPERIMENTS[(w.model, w.dataset, w.retriever)], w.debias),
+        reranking=config["reranking"],
+        measures=config["evaluation"]["measures"],
+        seed=config["seed"],
     script:
         "../workflow/scripts/rerank_summary.py"
 
@@ -88,9 +88,6 @@ rule rerank_tables:
             category="Reranking",
         ),
         figure_pdf="results/figures/position_curve_all.pdf",
-    params:
-        window=config["reranking"]["window"],
-        step=config["reranking"]["step"],
     log:
         "logs/tables/rerank.log",
     benchmark:
@@ -100,6 +97,9 @@ rule rerank_tables:
     resources:
         mem_mb=2000,
         runtime=10,
+    params:
+        window=config["reranking"]["window"],
+        step=config["reranking"]["step"],
     script:
         "../workflow/scripts/rerank_tables.py"
 

@@ -9,21 +9,21 @@ rule build_tiny_model:
         ),
     output:
         directory("results/models/{model}"),
-    params:
-        tiny=lambda w: config["models"][w.model]["tiny"],
-        kind=lambda w: config["models"][w.model]["kind"],
-        seed=config["seed"],
-    wildcard_constraints:
-        model=alternation([m for m, s in config["models"].items() if s.get("build")] or ["__none__"]),
     log:
         "logs/models/{model}.log",
     benchmark:
         "benchmarks/models/{model}.tsv"
+    wildcard_constraints:
+        model=alternation([m for m, s in config["models"].items() if s.get("build")] or ["__none__"]),
     conda:
         "../envs/models.yaml"
     resources:
         mem_mb=4000,
         runtime=30,
+    params:
+        tiny=lambda w: config["models"][w.model]["tiny"],
+        kind=lambda w: config["models"][w.model]["kind"],
+        seed=config["seed"],
     script:
         "../workflow/scripts/build_tiny_model.py"
 
@@ -34,22 +34,22 @@ rule index:
         model=model_input,
     output:
         directory("results/index/{dataset}/{retriever}"),
-    params:
-        spec=retriever_spec,
-        model=lambda w: model_path(w) if "model" in config["retrievers"][w.retriever] else None,
-        device=config["device"],
-    wildcard_constraints:
-        retriever=alternation(retrievers_of("bm25", "dense", "splade")),
-    threads: config["threads"]
     log:
         "logs/index/{dataset}/{retriever}.log",
     benchmark:
         "benchmarks/index/{dataset}/{retriever}.tsv"
+    wildcard_constraints:
+        retriever=alternation(retrievers_of("bm25", "dense", "splade")),
     conda:
         "../envs/retrieval.yaml"
+    threads: config["threads"]
     resources:
         mem_mb=8000,
         runtime=240,
+    params:
+        spec=retriever_spec,
+        model=lambda w: model_path(w) if "model" in config["retrievers"][w.retriever] else None,
+        device=config["device"],
     script:
         "../workflow/scripts/index.py"
 
@@ -62,22 +62,22 @@ rule retrieve:
     output:
         run="results/runs/{dataset}/{retriever}.parquet",
         trec="results/runs/{dataset}/{retriever}.trec",
-    params:
-        spec=retriever_spec,
-        model=lambda w: model_path(w) if "model" in config["retrievers"][w.retriever] else None,
-        device=config["device"],
-    wildcard_constraints:
-        retriever=alternation(retrievers_of("bm25", "dense", "splade")),
-    threads: config["threads"]
     log:
         "logs/runs/{dataset}/{retriever}.log",
     benchmark:
         "benchmarks/runs/{dataset}/{retriever}.tsv"
+    wildcard_constraints:
+        retriever=alternation(retrievers_of("bm25", "dense", "splade")),
     conda:
         "../envs/retrieval.yaml"
+    threads: config["threads"]
     resources:
         mem_mb=8000,
         runtime=120,
+    params:
+        spec=retriever_spec,
+        model=lambda w: model_path(w) if "model" in config["retrievers"][w.retriever] else None,
+        device=config["device"],
     script:
         "../workflow/scripts/retrieve.py"
 
@@ -90,20 +90,20 @@ rule retrieve_oracle:
     output:
         run="results/runs/{dataset}/{retriever}.parquet",
         trec="results/runs/{dataset}/{retriever}.trec",
-    params:
-        spec=retriever_spec,
-        seed=config["seed"],
-    wildcard_constraints:
-        retriever=alternation(retrievers_of("oracle")),
     log:
         "logs/runs/{dataset}/{retriever}.log",
     benchmark:
         "benchmarks/runs/{dataset}/{retriever}.tsv"
+    wildcard_constraints:
+        retriever=alternation(retrievers_of("oracle")),
     conda:
         "../envs/data.yaml"
     resources:
         mem_mb=2000,
         runtime=10,
+    params:
+        spec=retriever_spec,
+        seed=config["seed"],
     script:
         "../workflow/scripts/retrieve_oracle.py"
 
@@ -115,19 +115,19 @@ rule import_run:
     output:
         run="results/runs/{dataset}/{retriever}.parquet",
         trec="results/runs/{dataset}/{retriever}.trec",
-    params:
-        spec=lambda w: config["datasets"][w.dataset]["runs"][w.retriever.split(":", 1)[1]],
-    wildcard_constraints:
-        retriever="imported:[^/]+",
     log:
         "logs/runs/{dataset}/{retriever}.log",
     benchmark:
         "benchmarks/runs/{dataset}/{retriever}.tsv"
+    wildcard_constraints:
+        retriever="imported:[^/]+",
     conda:
         "../envs/data.yaml"
     resources:
         mem_mb=4000,
         runtime=30,
+    params:
+        spec=lambda w: config["datasets"][w.dataset]["runs"][w.retriever.split(":", 1)[1]],
     script:
         "../workflow/scripts/import_run.py"
 
@@ -140,19 +140,19 @@ rule fuse_rrf:
     output:
         run="results/runs/{dataset}/{retriever}.parquet",
         trec="results/runs/{dataset}/{retriever}.trec",
-    params:
-        spec=retriever_spec,
-    wildcard_constraints:
-        retriever=alternation(retrievers_of("rrf")),
     log:
         "logs/runs/{dataset}/{retriever}.log",
     benchmark:
         "benchmarks/runs/{dataset}/{retriever}.tsv"
+    wildcard_constraints:
+        retriever=alternation(retrievers_of("rrf")),
     conda:
         "../envs/retrieval.yaml"
     resources:
         mem_mb=4000,
         runtime=30,
+    params:
+        spec=retriever_spec,
     script:
         "../workflow/scripts/fuse_rrf.py"
 

@@ -9,20 +9,20 @@ rule augment:
         "results/data/{dataset}/listwise.parquet",
     output:
         "results/train/{dataset}/{aug}.parquet",
-    params:
-        n_groups=config["augmentation"]["n_groups"],
-        seed=config["seed"],
-    wildcard_constraints:
-        aug="noaug|randaug|posaug",
     log:
         "logs/train/{dataset}/{aug}.augment.log",
     benchmark:
         "benchmarks/train/{dataset}/{aug}.augment.tsv"
+    wildcard_constraints:
+        aug="noaug|randaug|posaug",
     conda:
         "../envs/data.yaml"
     resources:
         mem_mb=4000,
         runtime=20,
+    params:
+        n_groups=config["augmentation"]["n_groups"],
+        seed=config["seed"],
     script:
         "../workflow/scripts/augment.py"
 
@@ -69,6 +69,20 @@ rule train:
             category="Training",
         ),
         figure_pdf="results/figures/train_{model}.pdf",
+    log:
+        "logs/train/{model}.log",
+    benchmark:
+        "benchmarks/train/{model}.tsv"
+    wildcard_constraints:
+        model=alternation(TRAINED or ["__none__"]),
+    priority: 10  # the longest chain of the DAG (train, propensity, train again): start it first
+    conda:
+        "../envs/models.yaml"
+    threads: config["threads"]
+    resources:
+        mem_mb=16000,
+        runtime=1440,
+        gpu=lambda w: config["training"][w.model]["gpus"],
     params:
         run=lambda w: config["training"][w.model],
         base_path=lambda w: reranker_model_path(config["training"][w.model]["base_model"]),
@@ -77,20 +91,6 @@ rule train:
         seed=config["seed"],
         device=config["device"],
         checkpoints=lambda w: f"results/checkpoints/{w.model}",
-    wildcard_constraints:
-        model=alternation(TRAINED or ["__none__"]),
-    priority: 10  # the longest chain of the DAG (train, propensity, train again): start it first
-    threads: config["threads"]
-    log:
-        "logs/train/{model}.log",
-    benchmark:
-        "benchmarks/train/{model}.tsv"
-    conda:
-        "../envs/models.yaml"
-    resources:
-        mem_mb=16000,
-        runtime=1440,
-        gpu=lambda w: config["training"][w.model]["gpus"],
     script:
         "../workflow/scripts/train.py"
 

@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from posbias import prompts
+from posbias import config, debiasing, prompts
 from posbias.debias import capcal_scores
 from posbias.errors import PosbiasError
 from posbias.models import build_tiny_causal_lm
@@ -15,6 +15,7 @@ from posbias.rerankers.first import FirstReranker
 from posbias.rerankers.generation import GenerationReranker, parse_ranking
 from posbias.rerankers.lm import LMSpec, identifier_token_ids
 
+SETTINGS = debiasing.options(config.defaults("reranking"))  # the schema's PermSC and CapCal settings
 WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau".split()
 
 
@@ -117,8 +118,6 @@ def test_empty_candidate_list_and_wide_window(tiny):
 
 
 def test_cost_per_query_and_debiased_first(tiny):
-    from posbias.debiasing import wrap
-
     first = FirstReranker(LMSpec(str(tiny), batch_size=4))
     docs = [f"d{i}" for i in range(25)]
     texts = {d: _text(i, 30) for i, d in enumerate(docs)}
@@ -128,9 +127,9 @@ def test_cost_per_query_and_debiased_first(tiny):
     assert by_q["q1"]["windows"] == 2 and by_q["q2"]["windows"] == 1
     assert by_q["q1"]["calls"] == 2 and by_q["q1"]["prompt_tokens"] > by_q["q2"]["prompt_tokens"] > 0
     assert all(r["seconds"] > 0 for r in by_q.values())
-    _, _, psc_cost = rerank(wrap(first, "permsc@3", seed=0), lists, window=20, step=10)
+    _, _, psc_cost = rerank(debiasing.wrap(first, "permsc@3", 0, SETTINGS), lists, window=20, step=10)
     assert psc_cost["calls"].to_list() == [6, 3]
-    capcal = wrap(first, "capcal", seed=0)
+    capcal = debiasing.wrap(first, "capcal", 0, SETTINGS)
     run_c, _, cap_cost = rerank(capcal, lists, window=20, step=10)
     # one content-free prior per (query, window size): q1 needs it once, q2 once
     assert cap_cost["calls"].to_list() == [3, 2]
@@ -138,11 +137,9 @@ def test_cost_per_query_and_debiased_first(tiny):
 
 
 def test_sequential_capcal_for_generation(tiny):
-    from posbias.debiasing import wrap
-
     gen = GenerationReranker(LMSpec(str(tiny)))
     windows = _windows(1, 4)
-    out = wrap(gen, "capcal", seed=0).rank(windows)[0]
+    out = debiasing.wrap(gen, "capcal", 0, SETTINGS).rank(windows)[0]
     assert sorted(out.order) == [0, 1, 2, 3] and out.stats["calls"] == 8
     # alpha = 0 reproduces constrained greedy decoding over the remaining identifiers
     plain = gen.rank_calibrated(windows, lambda p, q: list(p), "")[0]
@@ -155,9 +152,9 @@ def test_compact_prompt_puts_identifiers_after_passages():
     text = prompts.compact_text("w7 w8", ["w1 w9 w10", "w11 w12 w13"])
     assert text == "query : w7 w8 w1 w9 w10 [A] w11 w12 w13 [B] query : w7 w8 answer : "
     with pytest.raises(ValueError, match="listwise only"):
-        prompts.render(None, "q", ["p"], message=prompts.grades_message, style="compact")
+        prompts.render(None, "q", ["p"], 300, message=prompts.grades_message, style="compact")
     with pytest.raises(ValueError, match="prompt style 'chat'"):
-        prompts.render(None, "q", ["p"], style="chat")
+        prompts.render(None, "q", ["p"], 300, style="chat")
 
 
 def test_word_tokenizer_gives_one_token_per_word(tmp_path):
@@ -168,7 +165,7 @@ def test_word_tokenizer_gives_one_token_per_word(tmp_path):
                          seed=0, tokenizer="word")
     tok = AutoTokenizer.from_pretrained(tmp_path / "m")
     passages = ["w1 w2 w3"] * 20
-    prompt = prompts.render(tok, "w4 w5", passages, max_tokens=256, answer_prefix="[", style="compact")
+    prompt = prompts.render(tok, "w4 w5", passages, 300, max_tokens=256, answer_prefix="[", style="compact")
     assert len(prompt.input_ids) == 4 + 20 * 6 + 7  # query : q q, 20 x (3 words [ X ]), query : q q answer : [
     assert "<unk>" not in tok.convert_ids_to_tokens(prompt.input_ids)
     assert tok.convert_ids_to_tokens(identifier_token_ids(tok)) == list(prompts.IDENTIFIERS)

@@ -27,7 +27,7 @@ def collection():
 
 
 def _capcal(**overrides):
-    """The schema's reranking settings with CapCal's overridden."""
+    """The debiasing settings of the schema's defaults, with CapCal's overridden."""
     rr = config.defaults("reranking")
     return debiasing.options({**rr, "capcal": {**rr["capcal"], **overrides}})
 
@@ -121,7 +121,7 @@ def test_capcal_alpha_zero_and_uniform_prior_change_nothing(collection):
     base = _evaluate(coll, first, sim, orders_)
     assert all(base[o].equals(r) for o, r in _evaluate(coll, first, debiasing.wrap(sim, "capcal", 0, _capcal(alpha=0.0)), orders_).items())
     flat_base = _evaluate(coll, first, flat, orders_)
-    assert all(flat_base[o].equals(r) for o, r in _evaluate(coll, first, debiasing.wrap(flat, "capcal", 0), orders_).items())
+    assert all(flat_base[o].equals(r) for o, r in _evaluate(coll, first, debiasing.wrap(flat, "capcal", 0, _capcal()), orders_).items())
 
 
 def test_permsc_beats_a_single_shuffled_pass(collection):
@@ -129,7 +129,7 @@ def test_permsc_beats_a_single_shuffled_pass(collection):
     sim = SimulatedReranker(_grades(coll), prior="linear", strength=1.5, noise=0.3, seed=1)
     shuffles = [f"shuffled-{s}" for s in range(6)]
     plain = _evaluate(coll, first, sim, shuffles)
-    psc = _evaluate(coll, first, debiasing.wrap(sim, "permsc@10", 0), shuffles)
+    psc = _evaluate(coll, first, debiasing.wrap(sim, "permsc@10", 0, _capcal()), shuffles)
 
     def mean_ndcg(reranked):
         m = permuted_eval.condition_metrics(reranked, coll.qrels, ["nDCG@10"], "s", "d", "r")
@@ -137,6 +137,6 @@ def test_permsc_beats_a_single_shuffled_pass(collection):
 
     assert mean_ndcg(psc) > mean_ndcg(plain)
     assert permuted_eval.psi_over_shuffles(psc)[0] < permuted_eval.psi_over_shuffles(plain)[0]
-    bsc = _evaluate(coll, first, debiasing.wrap(sim, "bsc@10", 0), shuffles)
+    bsc = _evaluate(coll, first, debiasing.wrap(sim, "bsc@10", 0, _capcal()), shuffles)
     assert mean_ndcg(bsc) > mean_ndcg(plain)
     assert permuted_eval.psi_over_shuffles(bsc)[0] < permuted_eval.psi_over_shuffles(plain)[0]

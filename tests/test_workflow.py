@@ -55,7 +55,7 @@ def test_default_workflow_end_to_end(workdir, shared_data):
     listwise = pl.read_parquet(workdir / "results" / "data" / "synthetic-train" / "listwise.parquet")
     assert listwise.height == 300
     # the toy story: First trained on biased orders is position-bound, DebiasFirst is not (2 seeds each)
-    story = {r["model"]: r for r in pl.read_csv(workdir / "results" / "paper" / "position_bias.csv").to_dicts()}
+    story = {r["model"]: r for r in pl.read_csv(workdir / "results" / "tables" / "position_bias.csv").to_dicts()}
     first, debiased = story["toy-first"], story["toy-debiasfirst"]
     assert first["seeds"] == 2 and debiased["seeds"] == 2 and first["positions"] == 7
     assert first["spread"] >= 0.5 and debiased["spread"] <= 0.1, (first, debiased)
@@ -91,7 +91,7 @@ def test_default_workflow_end_to_end(workdir, shared_data):
         assert curve["lm_loss"].is_not_nan().all() and curve["lm_loss"][-1] < curve["lm_loss"][0]
     assert json.loads((workdir / "results" / "models" / "toy-debiasfirst-s2" / "posbias_training.json")
                       .read_text())["base_model"].endswith("toy-first-s2")
-    figure = workdir / "results" / "paper" / "position_curve.png"
+    figure = workdir / "results" / "figures" / "position_curve.png"
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and figure.stat().st_size > 10_000
     # OC-SFT branch: qrels silver labels, ocsft and single_order trained, the quality-vs-stability table
     silver = pl.read_parquet(workdir / "results" / "silver" / "synthetic-train" / "qrels" / "t0.parquet")
@@ -112,14 +112,14 @@ def test_default_workflow_end_to_end(workdir, shared_data):
     # the report stage: the papers' tables in three formats, rebuilt without rerunning anything upstream
     for name in ("position_bias", "original_vs_shuffled", "retrievers", "capcal", "ablations"):
         for ext in ("md", "csv", "tex"):
-            assert (workdir / "results" / "paper" / f"{name}.{ext}").stat().st_size > 100
+            assert (workdir / "results" / "tables" / f"{name}.{ext}").stat().st_size > 100
     for name in ("position_curve", "inference_vs_training", "ablation_curves"):
-        assert (workdir / "results" / "paper" / f"{name}.png").stat().st_size > 10_000
-        assert (workdir / "results" / "paper" / f"{name}.pdf").read_bytes()[:5] == b"%PDF-"
-    assert "\\toprule" in (workdir / "results" / "paper" / "capcal.tex").read_text()
-    t1 = {r["model"]: r for r in pl.read_csv(workdir / "results" / "paper" / "original_vs_shuffled.csv").to_dicts()}
+        assert (workdir / "results" / "figures" / f"{name}.png").stat().st_size > 10_000
+        assert (workdir / "results" / "figures" / f"{name}.pdf").read_bytes()[:5] == b"%PDF-"
+    assert "\\toprule" in (workdir / "results" / "tables" / "capcal.tex").read_text()
+    t1 = {r["model"]: r for r in pl.read_csv(workdir / "results" / "tables" / "original_vs_shuffled.csv").to_dicts()}
     assert {"toy-first", "toy-debiasfirst", "sim-linear"} <= set(t1) and t1["toy-first"]["seeds"] == 2
-    t2 = pl.read_csv(workdir / "results" / "paper" / "retrievers.csv").filter(pl.col("dataset") == "synthetic")
+    t2 = pl.read_csv(workdir / "results" / "tables" / "retrievers.csv").filter(pl.col("dataset") == "synthetic")
     assert set(t2["retriever"]) == {"bm25", "dense", "splade", "rrf"}
     out = snakemake(workdir, "--cores", "2", "report", "--forcerun", "paper_table", "paper_figure")
     assert out.returncode == 0, out.stderr[-3000:]
@@ -141,7 +141,7 @@ def test_default_workflow_end_to_end(workdir, shared_data):
 
     ensure_chromium()
     sizes = rendered_figures(workdir / "report.html", workdir / "report-screenshot.png")
-    assert {"results/paper/position_curve.png", "results/paper/inference_vs_training.png",
+    assert {"results/figures/position_curve.png", "results/figures/inference_vs_training.png",
             "results/figures/bsc_curve.png", "results/propensity/toy-first-s1/omega.png"} <= set(sizes)
     assert all(w > 100 and h > 100 for w, h in sizes.values()), sizes
     assert (workdir / "report-screenshot.png").stat().st_size > 10_000

@@ -86,13 +86,9 @@ def options(reranking: dict) -> dict:
     return {"aggregation": reranking["permsc_aggregation"], **reranking["capcal"]}
 
 
-def wrap(base, name: str, seed: int, settings: dict | None = None):
+def wrap(base, name: str, seed: int, settings: dict):
     """``base`` with the debiasing method ``name`` applied (``base`` itself for ``none``);
-    ``settings`` from :func:`options` (None: the schema's defaults)."""
-    if settings is None:
-        from posbias.config import defaults
-
-        settings = options(defaults("reranking"))
+    ``settings`` from :func:`options` (outside the workflow: ``options(config.defaults("reranking"))``)."""
     spec = parse(name)
     build = METHODS[spec.method].build
     return base if build is None else build(base, spec.k, seed, settings)

@@ -8,7 +8,7 @@ passages and the query, the passages as ``[A] text`` lines, and a closing instru
 ``[] > []`` output. With a chat template the system and user turns go through it; without one
 (the tiny CPU models) they are joined as plain text.
 
-Passages are cut to a word budget (300 by default); when the prompt does not fit the model's
+Passages are cut to a word budget (``reranking.word_budget``); when the prompt does not fit the model's
 context the budget shrinks until it does. The number of passages cut is reported.
 
 A second listwise style, ``compact`` (a ``models:`` entry's ``prompt``), is for the tiny models the
@@ -31,7 +31,7 @@ def identifiers(n: int) -> list[str]:
     if n > len(IDENTIFIERS):
         raise ValueError(
             f"a window of {n} passages needs more identifiers than the {len(IDENTIFIERS)} letters [A]…[T]; "
-            f"set evaluation.window to at most {len(IDENTIFIERS)}"
+            f"set reranking.window to at most {len(IDENTIFIERS)}"
         )
     return list(IDENTIFIERS[:n])
 
@@ -92,7 +92,7 @@ class Prompt:
     input_ids: list[int] | None = None  # the tokenised text (with special tokens), when it was measured
 
 
-def render(tokenizer, query: str, passages: list[str], word_budget: int = 300, max_tokens: int | None = None,
+def render(tokenizer, query: str, passages: list[str], word_budget: int, max_tokens: int | None = None,
            answer_prefix: str = "", message=user_message, style: str = "rankzephyr") -> Prompt:
     """The full prompt text up to the assistant's answer (plus ``answer_prefix``), fitted to ``max_tokens``.
 

@@ -78,7 +78,7 @@ def grade_tokens(tokenizer) -> GradeTokens:
 class GradesEncoder:
     """Token ids of a grades prompt with its answer skeleton, and the read position of every slot."""
 
-    def __init__(self, tokenizer, word_budget: int = 300, max_context: int | None = None):
+    def __init__(self, tokenizer, word_budget: int, max_context: int | None):
         self.tokenizer, self.word_budget, self.max_context = tokenizer, word_budget, max_context
         self.grades = grade_tokens(tokenizer)
         self._skeletons: dict[int, tuple[list[int], list[int]]] = {}

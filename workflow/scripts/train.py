@@ -24,9 +24,9 @@ with logged(sm.log[0], "train") as log:
     if spec.pointwise:
         labels = schemas.read(sm.input.data, "silver")
         instances = silver.instances(labels, schemas.read(sm.input.queries, "queries"),
-                                     schemas.read(sm.input.corpus, "corpus"), averaged=spec.method == "order_averaged")
+                                     schemas.read(sm.input.corpus, "corpus"), averaged=spec.kind.averaged_targets)
         prop = (silver.slot_propensity(labels, int(labels["slot"].max()) + 1)
-                if spec.method == "debiasfirst_pointwise" else None)
+                if spec.kind.ips else None)
         if prop is not None:
             log.info("slot propensity of the teacher: %s", [round(float(x), 3) for x in prop])
     else:

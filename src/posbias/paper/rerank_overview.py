@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import polars as pl
 
+from posbias import debiasing
+
 from posbias.paper.writers import Table, fmt
 
 
 def rerank_table(summary: pl.DataFrame, window: int, step: int) -> Table:
     """Per experiment and debiasing method: quality (nDCG@10 original and shuffled), stability
     (τ-PSI, position-curve ends and spread) and cost (model calls, prompt tokens, seconds per query)."""
-    order = {"none": 0, "capcal": 1}
-    rows = sorted(summary.iter_rows(named=True),
-                  key=lambda r: (r["dataset"], r["model"], order.get(r["debias"], 2), r["debias"]))
+    registered = list(debiasing.METHODS)
+    rows = sorted(summary.iter_rows(named=True), key=lambda r: (
+        r["dataset"], r["model"], registered.index(debiasing.parse(r["debias"]).method), r["debias"]))
     view = pl.DataFrame([{
         "model": r["model"], "dataset": r["dataset"], "retriever": r["retriever"], "debias": r["debias"],
         "queries": str(r["queries"]), "nDCG@10 original": fmt(r["ndcg10_original"]),

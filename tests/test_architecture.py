@@ -1,0 +1,202 @@
+"""The architecture's promises: each extensible vocabulary is declared once (a registry), every reranker
+implements the declared interface, the package has no import cycle, and the workflow is lint- and
+format-clean."""
+
+import ast
+import importlib
+import inspect
+import pkgutil
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import posbias
+from posbias import config, debiasing, methods, orders, paper
+from posbias.rerankers import Reranker
+
+REPO = Path(__file__).resolve().parents[1]
+SRC = REPO / "src" / "posbias"
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in SRC.rglob("*.py"):
+        parts = path.relative_to(SRC.parent).with_suffix("").parts
+        out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return out
+
+
+def test_the_package_has_no_import_cycle():
+    """Module-level and function-level imports alike: a lazy import only hides a cycle."""
+    modules = _modules()
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            targets = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                targets = [f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules else node.module
+                           for a in node.names]
+            graph[name] |= {t for t in targets if t in modules and t != name}
+    # a package's __init__ re-exporting its own submodules is not a cycle of ideas
+    for name in graph:
+        graph[name] = {t for t in graph[name] if not t.startswith(name + ".")}
+    state: dict[str, int] = {}
+
+    def visit(node, stack):
+        state[node] = 1
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                cycle = stack[stack.index(nxt):] + [nxt]
+                raise AssertionError("import cycle: " + " -> ".join(cycle))
+            if nxt not in state:
+                visit(nxt, stack + [nxt])
+        state[node] = 2
+
+    for name in sorted(graph):
+        if name not in state:
+            visit(name, [name])
+
+
+def test_every_package_module_imports():
+    for info in pkgutil.walk_packages(posbias.__path__, "posbias."):
+        importlib.import_module(info.name)
+
+
+def test_every_reranker_implements_the_declared_interface():
+    import posbias.rerankers.debiased  # noqa: F401
+    import posbias.rerankers.first  # noqa: F401
+    import posbias.rerankers.generation  # noqa: F401
+    import posbias.rerankers.grades  # noqa: F401
+    import posbias.rerankers.simulated  # noqa: F401
+
+    found = {}
+    for name, module in list(sys.modules.items()):
+        if name.startswith("posbias.rerankers."):
+            for cls_name, cls in inspect.getmembers(module, inspect.isclass):
+                if cls.__module__ == name and hasattr(cls, "rank"):
+                    found[cls_name] = cls
+    assert {"SimulatedReranker", "SimulatedGrader", "FirstReranker", "GenerationReranker", "GradesScorer",
+            "PermutationDebiased", "CapCalDebiased"} <= set(found)
+    for cls in found.values():
+        assert issubclass(cls, Reranker), cls
+        assert cls.capcal in (None, "single_step", "sequential"), cls
+        if cls.capcal == "single_step":
+            assert cls.calibration_inputs is not Reranker.calibration_inputs, cls
+        if cls.capcal == "sequential":
+            assert cls.rank_calibrated is not Reranker.rank_calibrated, cls
+    assert found["GradesScorer"].pointwise and found["SimulatedGrader"].pointwise
+    assert not found["FirstReranker"].pointwise
+
+
+def test_a_debias_wrapper_keeps_the_base_capabilities():
+    from posbias.rerankers.simulated import SimulatedGrader
+
+    grader = SimulatedGrader({}, window=7)
+    wrapped = debiasing.wrap(grader, "bsc@2", 0, debiasing.options(config.defaults("reranking")))
+    assert wrapped.pointwise and wrapped.window == 7 and wrapped.stats is grader.stats
+    with pytest.raises(ValueError, match="neither single-step nor sequential CapCal"):
+        debiasing.wrap(grader, "capcal", 0, debiasing.options(config.defaults("reranking")))
+
+
+@pytest.mark.parametrize("name", ["none", "capcal", "permsc@1", "permsc@20", "bsc@3"])
+def test_debias_grammar_round_trips_and_matches_the_wildcard_pattern(name):
+    assert str(debiasing.parse(name)) == name
+    assert re.fullmatch(debiasing.PATTERN, name)
+
+
+@pytest.mark.parametrize("name", ["permsc", "permsc@0", "bsc@x", "capcal@2", "none@1", "kemeny", "permsc@²"])
+def test_bad_debias_values_are_rejected_by_parse_and_pattern(name):
+    with pytest.raises(ValueError, match="expected one of none, capcal, permsc@K, bsc@K"):
+        debiasing.parse(name)
+    assert not re.fullmatch(debiasing.PATTERN, name)
+
+
+@pytest.mark.parametrize("name", ["original", "shuffled-0", "shuffled-12", "position-1", "position-20"])
+def test_order_grammar_round_trips_and_matches_the_wildcard_pattern(name):
+    assert str(orders.parse(name)) == name
+    assert re.fullmatch(orders.PATTERN, name)
+
+
+@pytest.mark.parametrize("name", ["shuffled", "original-1", "position-x", "random-1", "position-0"])
+def test_bad_orders_are_rejected(name):
+    with pytest.raises(ValueError, match="expected one of|1-based"):
+        orders.parse(name)
+
+
+def test_method_registry_drives_the_config_checks():
+    assert methods.names("listwise") == ["first", "debiasfirst", "rank", "rank_ips", "rank_ips_lm"]
+    assert methods.names("pointwise") == ["ocsft", "single_order", "order_averaged", "perm_aug",
+                                          "debiasfirst_pointwise"]
+    assert [m for m in methods.METHODS if methods.get(m).needs_omega] == ["debiasfirst", "rank_ips", "rank_ips_lm"]
+    assert [m for m in methods.METHODS if methods.get(m).shuffled_silver] == ["order_averaged",
+                                                                              "debiasfirst_pointwise"]
+    with pytest.raises(ValueError, match="training method 'debiasfrist' is unknown"):
+        methods.get("debiasfrist")
+
+
+# The names of these vocabularies, as quoted strings: outside its registry none may appear in code, so no
+# second list can drift from the registry. Left out: names that are also ordinary words of the code
+# ("first" is a prompt mode, "rank" a column, "ocsft" a config section). Allowed: the modules that *are*
+# one method (the wrappers the registry builds, the CapCal table, the PermSC-against-K figure).
+VOCABULARIES = {
+    "methods": ([m for m in methods.METHODS if m not in ("first", "rank", "ocsft")], {"src/posbias/methods.py"}),
+    "debias": (["permsc", "bsc", "capcal"], {"src/posbias/debiasing.py", "src/posbias/rerankers/debiased.py",
+                                             "src/posbias/paper/capcal.py", "src/posbias/paper/__init__.py",
+                                             "src/posbias/paper/inference_vs_training.py"}),
+}
+
+
+@pytest.mark.parametrize("vocabulary", sorted(VOCABULARIES))
+def test_vocabulary_names_are_not_listed_outside_their_registry(vocabulary):
+    names, allowed = VOCABULARIES[vocabulary]
+    offenders = []
+    files = list((REPO / "src").rglob("*.py")) + list((REPO / "rules").glob("*.smk")) + [REPO / "Snakefile"]
+    files += list((REPO / "workflow" / "scripts").glob("*.py"))
+    for path in files:
+        if str(path.relative_to(REPO)) in allowed:
+            continue
+        for lineno, line in enumerate(path.read_text().splitlines(), 1):
+            code = line.split("#")[0]
+            for name in names:
+                if re.search(rf"""["']{re.escape(name)}(@[^"']*)?["']""", code):
+                    offenders.append(f"{path.relative_to(REPO)}:{lineno}: {name}")
+    assert not offenders, offenders
+
+
+def test_paper_registry_names_its_inputs():
+    for registry in (paper.TABLES, paper.FIGURES):
+        for name, entry in registry.items():
+            assert set(entry.inputs) <= set(paper.INPUTS), name
+            params = list(inspect.signature(entry.builder if registry is paper.TABLES else entry.drawer).parameters)
+            assert params[:len(entry.inputs)] == list(entry.inputs), (name, params)
+
+
+def test_defaults_come_from_the_schema():
+    from posbias.rerankers.lm import LMSpec
+    from posbias.training import TrainSpec
+
+    hyper = config.schema_node("training", "hyper")["properties"]
+    spec = TrainSpec.create(method="first")
+    assert all(getattr(spec, key) == node["default"] for key, node in hyper.items() if "default" in node)
+    assert LMSpec("x").batch_size == config.model_defaults("causal_lm")["batch_size"]
+    assert spec.word_budget == LMSpec("x").word_budget == config.defaults("reranking")["word_budget"]
+
+
+def _run(*args, timeout=300):
+    return subprocess.run([str(Path(sys.executable).parent / args[0]), *args[1:]], cwd=REPO, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def test_snakefmt_check_is_clean():
+    out = _run("snakefmt", "--check", ".")
+    assert out.returncode == 0, out.stderr + out.stdout
+
+
+def test_snakemake_lint_is_clean():
+    out = _run("snakemake", "--lint")
+    assert out.returncode == 0 and "good condition" in out.stdout + out.stderr, out.stdout + out.stderr
