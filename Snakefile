@@ -1,22 +1,20 @@
 """posbias: position-bias research on LLM rerankers, as one declarative workflow.
 
-Results tree (git-ignored; see docs/architecture.md):
+Results tree (git-ignored; docs/architecture.md has the schemas):
   results/data/{dataset}/{corpus,queries,qrels}.parquet   (+ listwise.parquet for training sets)
-  results/models/{model}/                                  tiny models built by the workflow
+  results/models/{model}/                                  tiny builds and trained models
   results/index/{dataset}/{retriever}/                     Lucene / faiss indexes
   results/runs/{dataset}/{retriever}.parquet  (+ .trec)    first-stage runs, canonical and tie-free
   results/metrics/retrieval/{dataset}/{retriever}.parquet  per-query metrics, long format
-  results/metrics/retrieval.parquet, results/tables/retrieval.md
-  results/rerank/{model}/{dataset}/{retriever}/{order}/none.parquet (+ .windows.parquet, .stats.json)
-  results/metrics/rerank/{model}/{dataset}/{retriever}.parquet (+ .curve.parquet, .summary.parquet)
-  results/tables/rerank.md, results/figures/position_curve.png
+  results/rerank/{model}/{dataset}/{retriever}/{order}/{debias}.parquet (+ .windows, .cost, .stats.json)
+  results/metrics/rerank/{model}/{dataset}/{retriever}/{debias}.parquet (+ .curve, .summary)
   results/propensity/{model}/{samples,reranked,omega}.parquet, omega.png
-  results/train/{dataset}/{aug}.parquet, results/models/{trained}/, results/metrics/train/{trained}.parquet
-  results/checkpoints/{trained}/ (trainer checkpoints; a rerun resumes from the last one)
+  results/train/{dataset}/{aug}.parquet, results/metrics/train/{model}.parquet
+  results/checkpoints/{model}/                             trainer checkpoints; a rerun resumes from the last
   results/silver/{dataset}/{teacher}/t{shuffles}.parquet   OC-SFT silver labels (view 0 + T teacher shuffles)
-  results/metrics/stability/{model}/{dataset}/{retriever}.parquet, results/tables/stability.md,
-  results/figures/bsc_curve.png                            quality vs decision stability, BSC@K
-  results/paper/{table}.{md,csv,tex}, {figure}.{png,pdf}    the papers' tables and figures from existing results
+  results/metrics/stability/{model}/{dataset}/{retriever}.parquet
+  results/tables/{name}.{md,csv,tex}                       every table (posbias.paper.write)
+  results/figures/{name}.{png,pdf}                         every figure
 logs/ and benchmarks/ hold one file per job.
 
 Stage targets: `snakemake data`, `snakemake retrieval`, `snakemake evaluation`, `snakemake reranking`,

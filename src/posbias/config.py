@@ -46,12 +46,22 @@ def defaults(*path: str) -> dict:
     return fill_defaults(node, copy.deepcopy(node.get("default", {})))
 
 
+def entry_defaults(section: str, field: str, value: str) -> dict:
+    """The schema's defaults of a named entry of ``section`` whose ``field`` is ``value``: the
+    entry's own defaults and those of the ``allOf`` branches that apply (e.g. a dataset's ``source``)."""
+    node = schema_node(section)["additionalProperties"]
+    out = {k: copy.deepcopy(v["default"]) for k, v in node.get("properties", {}).items() if "default" in v}
+    for branch in node.get("allOf", []):
+        condition = branch["if"]["properties"][field]
+        if condition.get("const") == value or value in condition.get("enum", []):
+            out |= {k: copy.deepcopy(v["default"]) for k, v in branch["then"].get("properties", {}).items()
+                    if "default" in v}
+    return out
+
+
 def model_defaults(kind: str) -> dict:
-    """The schema's defaults of a ``models:`` entry of this ``kind`` (its ``allOf`` branch)."""
-    for branch in schema_node("models")["additionalProperties"]["allOf"]:
-        if branch["if"]["properties"]["kind"]["const"] == kind:
-            return {k: v["default"] for k, v in branch["then"]["properties"].items()}
-    return {}
+    """The schema's defaults of a ``models:`` entry of this ``kind``."""
+    return entry_defaults("models", "kind", kind)
 
 
 def fill_defaults(node: dict, value):

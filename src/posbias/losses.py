@@ -4,7 +4,6 @@
 - :func:`rank_ips_loss`: the same with each pair term divided by the propensities of both passages
   (inverse propensity scoring, DebiasFirst); a uniform ω gives exactly :func:`first_rank_loss`.
 - :func:`lm_loss`: token-mean negative log-likelihood of the target ``[B] > [A] > …``.
-- :func:`joint_loss`: rank_weight · L_rank + lm_weight · L_LM.
 - :func:`ocsft_loss`: OC-SFT's supervised regression on one view plus λ × the order-consistency
   penalty over N views, with :func:`consistency_weight` as its linear λ warm-up.
 
@@ -102,11 +101,6 @@ def first_identifier_loss(scores: torch.Tensor, gold_rank: torch.Tensor) -> torc
     valid = gold_rank >= 0
     masked = scores.masked_fill(~valid, float("-inf"))
     return F.cross_entropy(masked, gold_rank.masked_fill(~valid, gold_rank.max() + 1).argmin(dim=-1))
-
-
-def joint_loss(rank: torch.Tensor, lm: torch.Tensor, rank_weight: float = 10.0, lm_weight: float = 1.0) -> torch.Tensor:
-    """rank_weight · L_rank + lm_weight · L_LM (defaults reproduce FIRST's reference code)."""
-    return rank_weight * rank + lm_weight * lm
 
 
 def ocsft_terms(view_scores: torch.Tensor, target: torch.Tensor,

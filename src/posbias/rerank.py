@@ -15,11 +15,14 @@ from dataclasses import dataclass
 import polars as pl
 from tqdm import tqdm
 
-from posbias import orders
+from posbias import config, orders
 from posbias.data.collection import passage_texts
 from posbias.rerankers import Reranker, Window
 from posbias.runs import strictly_decreasing
 from posbias.windows import sliding_windows
+
+_RR = config.defaults("reranking")  # window and step: the schema's reranking defaults
+_BATCH = config.model_defaults("causal_lm")["batch_size"]
 
 
 @dataclass
@@ -85,8 +88,8 @@ def chunks(n: int, window: int) -> list[tuple[int, int]]:
     return [(start, min(start + window, n)) for start in range(0, n, window)]
 
 
-def rerank(reranker: Reranker, lists: list[Candidates], window: int = 20, step: int = 10,
-           batch_size: int = 8) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+def rerank(reranker: Reranker, lists: list[Candidates], window: int = _RR["window"], step: int = _RR["step"],
+           batch_size: int = _BATCH) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """Rerank every list; returns (run, window log, per-query cost).
 
     Listwise: the run has rank-derived scores (n − rank + 1), since window scores are not

@@ -38,8 +38,8 @@ def _views(first_stage: pl.DataFrame, queries: pl.DataFrame, corpus: pl.DataFram
 
 
 def silver_labels(teacher, first_stage: pl.DataFrame, queries: pl.DataFrame, corpus: pl.DataFrame,
-                  grades: dict[str, dict[str, int]], seed: int, depth: int = 100, window: int = 20,
-                  shuffles: int = 0, max_queries: int | None = None,
+                  grades: dict[str, dict[str, int]], seed: int, depth: int, window: int,
+                  shuffles: int, max_queries: int | None = None,
                   batch_size: int | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(silver table, per-query teacher cost) for ``teacher`` = a pointwise scorer or ``"qrels"``
     (``batch_size``: windows per model batch; unused by the qrels teacher)."""
@@ -114,7 +114,7 @@ def slot_propensity(silver: pl.DataFrame, window: int, floor: float = 1e-3) -> n
     return np.array([max(by_slot.get(s, overall) / overall, floor) for s in range(window)])
 
 
-def slot_weights(propensity: np.ndarray, clip: float | None = 10.0) -> np.ndarray:
+def slot_weights(propensity: np.ndarray, clip: float | None) -> np.ndarray:
     """Inverse slot propensities, clipped at ``clip`` and normalised to mean 1 (the loss scale is kept)."""
     w = 1.0 / np.asarray(propensity, dtype=float)
     if clip is not None:

@@ -9,6 +9,7 @@ run's positional-bias task).
 
 from __future__ import annotations
 
+from posbias.config import entry_defaults
 from posbias.data import imported, irds, listwise, local, synthetic, toy
 from posbias.data.collection import Collection, check
 
@@ -19,10 +20,11 @@ def load(name: str, spec: dict, seed: int, irds_home: str | None = None) -> Coll
     """Load dataset ``name`` described by its config ``spec`` and check it."""
     key = f"datasets.{name}"
     source = spec["source"]
+    spec = {**entry_defaults("datasets", "source", source), **spec}  # as the workflow's validation fills them
     if source == "irds":
         coll, where = irds.load(spec["id"], irds_home), f"ir_datasets:{spec['id']}"
     elif source == "beir":
-        coll, where = local.load_beir(spec["path"], spec.get("split", "test"), key), spec["path"]
+        coll, where = local.load_beir(spec["path"], spec["split"], key), spec["path"]
     elif source == "trec":
         coll, where = local.load_trec(spec["topics"], spec["qrels"], spec["corpus"], key), spec["corpus"]
     elif source == "imported":
@@ -32,11 +34,11 @@ def load(name: str, spec: dict, seed: int, irds_home: str | None = None) -> Coll
     elif source == "synthetic":
         fields = synthetic.SyntheticSpec.__dataclass_fields__
         params = {k: tuple(v) if isinstance(v, list) else v for k, v in spec.items() if k in fields}
-        coll = synthetic.generate(synthetic.SyntheticSpec(seed=seed, **params), spec.get("split", "test"))
+        coll = synthetic.generate(synthetic.SyntheticSpec(seed=seed, **params), spec["split"])
         where = key
     elif source == "toy":
         params = {k: v for k, v in spec.items() if k in toy.ToySpec.__dataclass_fields__}
-        coll, where = toy.generate(toy.ToySpec(seed=seed, **params), spec.get("split", "test")), key
+        coll, where = toy.generate(toy.ToySpec(seed=seed, **params), spec["split"]), key
     else:  # the schema forbids this; kept so a schema change cannot slip through silently
         raise ValueError(f"{key}.source: unknown source {source!r}")
     return check(coll, where)

@@ -116,7 +116,7 @@ def read_corpus(path: Path) -> tuple[list[str], list[str], list[str]]:
     return ids, titles, texts
 
 
-def load_beir(folder: str, split: str = "test", key: str = "datasets") -> Collection:
+def load_beir(folder: str, split: str, key: str = "datasets") -> Collection:
     """Load a BEIR-format folder; ``split`` picks ``qrels/<split>.tsv``."""
     root = Path(folder).expanduser()
     if not root.is_dir():

@@ -5,7 +5,6 @@ from __future__ import annotations
 import polars as pl
 
 from posbias import debiasing
-
 from posbias.paper.writers import Table, fmt
 
 

@@ -7,7 +7,7 @@ import polars as pl
 from posbias.runs import canonical
 
 
-def rrf(runs: list[pl.DataFrame], k: int = 60, depth: int = 1000) -> pl.DataFrame:
+def rrf(runs: list[pl.DataFrame], k: int, depth: int) -> pl.DataFrame:
     """RRF (Cormack et al., 2009): score(d) = sum over runs of 1 / (k + rank(d)); canonical output.
 
     Each input run contributes its top ``depth``; the fused run is cut to ``depth``.
