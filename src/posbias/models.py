@@ -89,6 +89,34 @@ def _bpe_tokenizer(texts: list[str], vocab_size: int):
     return bpe
 
 
+def _metaspace_tokenizer(texts: list[str], vocab_size: int):
+    """A SentencePiece-style BPE as Llama, Mistral and Zephyr tokenise: words carry a ``▁`` prefix
+    (Metaspace, prepended to the first word of an input only), a BOS token is added, ``[``, ``]`` and
+    ``>`` are their own pieces. Text tokenised on its own therefore differs from the same text inside
+    a prompt (``B] > [A]`` alone starts with ``▁B``, after ``[`` with ``B``): the tokenizer the
+    tests use to catch code that tokenises pieces of a prompt separately."""
+    import string
+
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+
+    from posbias.prompts import SYSTEM, user_message
+
+    spm = Tokenizer(models.BPE(unk_token="<unk>"))
+    spm.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(r"[\[\]>]"), behavior="isolated"),
+        pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="first"),
+    ])
+    spm.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="first")
+    alphabet = list(string.ascii_letters + string.digits + string.punctuation + "▁")
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS, initial_alphabet=alphabet,
+                                  show_progress=False)
+    template = [SYSTEM, user_message("example query", ["passage text"] * 20)]
+    spm.train_from_iterator(list(texts) + template * 50, trainer=trainer)
+    spm.post_processor = processors.TemplateProcessing(single="<s> $A", pair="<s> $A <s> $B",
+                                                       special_tokens=[("<s>", spm.token_to_id("<s>"))])
+    return spm
+
+
 def _word_tokenizer(texts: list[str], vocab_size: int):
     """A word-level vocabulary (whitespace and punctuation split, so ``[A]`` is ``[`` ``A`` ``]``) of the
     corpus words plus the compact prompt's words and all identifier letters: one token per word,
@@ -105,14 +133,15 @@ def _word_tokenizer(texts: list[str], vocab_size: int):
     return words
 
 
-TOKENIZERS = {"bpe": _bpe_tokenizer, "word": _word_tokenizer}
+TOKENIZERS = {"bpe": _bpe_tokenizer, "metaspace": _metaspace_tokenizer, "word": _word_tokenizer}
 
 
 def build_tiny_causal_lm(texts: list[str], out_dir: Path, vocab_size: int, hidden: int, layers: int, heads: int,
                          max_length: int, seed: int, tokenizer: str = "bpe") -> None:
     """A random-initialised Llama-architecture causal LM (tied embeddings, FFN 3 × hidden) with a
-    tokenizer trained on ``texts``: byte-level BPE (``bpe``, any prompt) or word-level (``word``, for the
-    compact prompt on a small closed vocabulary such as the toy task's)."""
+    tokenizer trained on ``texts``: byte-level BPE (``bpe``, GPT/Qwen-like), SentencePiece-style BPE
+    (``metaspace``, Llama/Mistral-like) or word-level (``word``, for the compact prompt on a small
+    closed vocabulary such as the toy task's)."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 

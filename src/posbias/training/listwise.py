@@ -43,14 +43,26 @@ def encode_instances(tokenizer, instances: pl.DataFrame, word_budget: int, max_c
                      style: str = "rankzephyr", lm_tokens: int | None = None) -> list[dict]:
     """Tokenised examples: input_ids, labels (-100 on the prompt), rank_position, gold_rank.
 
+    The answer is tokenised *in context*: prompt and ranking string as one text, the answer's ids
+    being what follows the prompt's own ids. Tokenised on its own, ``B] > [A]`` starts with ``▁B``
+    under SentencePiece-style tokenizers (Llama, Mistral, Zephyr), not the ``B`` that follows ``[``
+    in the prompt and that the rank loss and First inference read. A tokenizer that merges the
+    prompt's last ``[`` with the answer cannot be trained this way and is refused.
+
     ``lm_tokens``: keep only the first N answer tokens (None: the whole ranking and EOS)."""
     examples = []
     for rec in instances.iter_rows(named=True):
         prompt = render(tokenizer, rec["query"], rec["texts"], word_budget, max_context, answer_prefix="[",
                         style=style)
         prompt_ids = prompt.input_ids or tokenizer(prompt.text, add_special_tokens=True)["input_ids"]
-        target_ids = tokenizer(target_text(rec["doc_ids"], rec["teacher_ranking"]),
-                               add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+        full = tokenizer(prompt.text + target_text(rec["doc_ids"], rec["teacher_ranking"]),
+                         add_special_tokens=True)["input_ids"]
+        if full[: len(prompt_ids)] != prompt_ids:
+            raise ValueError(f"query {rec['query_id']}: the prompt's tokens change when the answer follows it "
+                             f"({tokenizer.convert_ids_to_tokens(prompt_ids[-2:])} → "
+                             f"{tokenizer.convert_ids_to_tokens(full[len(prompt_ids) - 2:len(prompt_ids) + 1])}); "
+                             "this tokenizer merges '[' with the identifier, which First cannot read")
+        target_ids = full[len(prompt_ids):] + [tokenizer.eos_token_id]
         if lm_tokens is not None:
             target_ids = target_ids[:lm_tokens]
         examples.append({
