@@ -26,6 +26,8 @@ except ValueError as exc:
 GRID = pbconfig.grid(config)
 SUMMARIES = pbconfig.summaries(config)
 DEBIAS_PATTERN = debiasing.PATTERN
+WINDOW_DEBIAS_PATTERN = debiasing.pattern("window")
+LIST_DEBIAS_PATTERN = debiasing.pattern("list")
 ORDER_PATTERN = orders.PATTERN
 EXPERIMENTS = {pbconfig.experiment_key(e): e for e in config["reranking"]["experiments"]}
 DATASETS = list(config["datasets"])
@@ -104,6 +106,12 @@ def experiment_outputs(wildcards, suffix):
 
 
 POINTWISE_EXPERIMENTS = [key for key in EXPERIMENTS if pbconfig.is_grades(config, key[0])]
+
+
+def list_debias_inputs(wildcards, suffix):
+    """The reranked shuffled lists (debias none) a list-level method aggregates."""
+    prefix = f"results/rerank/{wildcards.model}/{wildcards.dataset}/{wildcards.retriever}"
+    return [f"{prefix}/{order}/none.{suffix}" for order in pbconfig.list_inputs(wildcards.debias)]
 
 
 def stability_orders(wildcards):

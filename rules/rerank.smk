@@ -21,7 +21,7 @@ rule rerank:
         "benchmarks/rerank/{model}/{dataset}/{retriever}/{order}/{debias}.tsv"
     wildcard_constraints:
         order=ORDER_PATTERN,
-        debias=DEBIAS_PATTERN,
+        debias=WINDOW_DEBIAS_PATTERN,
     conda:
         "../envs/models.yaml"
     resources:
@@ -37,6 +37,32 @@ rule rerank:
         device=config["device"],
     script:
         "../workflow/scripts/rerank.py"
+
+
+rule permsc_lists:
+    input:
+        runs=lambda w: list_debias_inputs(w, "parquet"),
+        costs=lambda w: list_debias_inputs(w, "cost.parquet"),
+        stats=lambda w: list_debias_inputs(w, "stats.json"),
+    output:
+        run="results/rerank/{model}/{dataset}/{retriever}/original/{debias}.parquet",
+        cost="results/rerank/{model}/{dataset}/{retriever}/original/{debias}.cost.parquet",
+        stats="results/rerank/{model}/{dataset}/{retriever}/original/{debias}.stats.json",
+    log:
+        "logs/rerank/{model}/{dataset}/{retriever}/original/{debias}.log",
+    benchmark:
+        "benchmarks/rerank/{model}/{dataset}/{retriever}/original/{debias}.tsv"
+    wildcard_constraints:
+        debias=LIST_DEBIAS_PATTERN,
+    conda:
+        "../envs/eval.yaml"
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    params:
+        aggregation=config["reranking"]["permsc_aggregation"],
+    script:
+        "../workflow/scripts/permsc_lists.py"
 
 
 rule rerank_summary:

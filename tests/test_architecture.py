@@ -103,15 +103,15 @@ def test_a_debias_wrapper_keeps_the_base_capabilities():
         debiasing.wrap(grader, "capcal", 0, debiasing.options(config.defaults("reranking")))
 
 
-@pytest.mark.parametrize("name", ["none", "capcal", "permsc@1", "permsc@20", "bsc@3"])
+@pytest.mark.parametrize("name", ["none", "capcal", "permsc@1", "permsc@20", "permsc-window@3", "bsc@3"])
 def test_debias_grammar_round_trips_and_matches_the_wildcard_pattern(name):
     assert str(debiasing.parse(name)) == name
     assert re.fullmatch(debiasing.PATTERN, name)
 
 
-@pytest.mark.parametrize("name", ["permsc", "permsc@0", "bsc@x", "capcal@2", "none@1", "kemeny", "permsc@²"])
+@pytest.mark.parametrize("name", ["permsc", "permsc@0", "bsc@x", "capcal@2", "none@1", "kemeny", "permsc@²", "permsc-window"])
 def test_bad_debias_values_are_rejected_by_parse_and_pattern(name):
-    with pytest.raises(ValueError, match="expected one of none, capcal, permsc@K, bsc@K"):
+    with pytest.raises(ValueError, match="expected one of none, capcal, permsc@K, permsc-window@K, bsc@K"):
         debiasing.parse(name)
     assert not re.fullmatch(debiasing.PATTERN, name)
 
@@ -145,7 +145,8 @@ def test_method_registry_drives_the_config_checks():
 # one method (the wrappers the registry builds, the CapCal table, the PermSC-against-K figure).
 VOCABULARIES = {
     "methods": ([m for m in methods.METHODS if m not in ("first", "rank", "ocsft")], {"src/posbias/methods.py"}),
-    "debias": (["permsc", "bsc", "capcal"], {"src/posbias/debiasing.py", "src/posbias/rerankers/debiased.py",
+    "debias": (["permsc", "permsc-window", "bsc", "capcal"], {"src/posbias/debiasing.py", "src/posbias/permsc.py",
+                                                              "src/posbias/rerankers/debiased.py",
                                              "src/posbias/paper/capcal.py", "src/posbias/paper/__init__.py",
                                              "src/posbias/paper/inference_vs_training.py"}),
 }

@@ -118,3 +118,29 @@ def test_training_seeds_expand_to_models_and_experiments():
     cfg["models"]["toy-first-s1"] = {"kind": "simulated"}
     with pytest.raises(ValueError, match="makes the model name 'toy-first-s1', which is already taken"):
         pbconfig.expand_seeds(cfg)
+
+
+@pytest.mark.parametrize(("experiment", "message"), [
+    ({"orders": ["original", "shuffled-0", "shuffled-1"], "debias": ["none", "permsc@3"]},
+     r"reranking.experiments\[\d+\].debias: permsc@3 aggregates .* shuffled-0, shuffled-1, shuffled-2 .*add shuffled-2"),
+    ({"orders": ["original", "shuffled-0", "shuffled-1"], "debias": ["permsc@2"]}, "add none to debias"),
+    ({"orders": ["original", "shuffled-0"], "position_debias": ["permsc@1"]}, "list it under `debias`"),
+    ({"orders": ["original", "shuffled-0"], "debias": ["permsc-window@0"]}, r"debias: debias 'permsc-window@0'"),
+    ({"orders": ["original", "random-2"]}, r"orders: order 'random-2': expected one of original"),
+])
+def test_debias_and_order_mistakes_are_one_line_config_errors(experiment, message):
+    cfg = _validated(copy.deepcopy(DEFAULT))
+    _register(cfg)
+    target = next(e for e in cfg["reranking"]["experiments"]
+                  if (e["model"], e["dataset"], e["retriever"]) == ("sim-linear", "synthetic", "rrf"))
+    target.update(experiment)
+    with pytest.raises(ValueError, match=message):
+        pbconfig.check_experiments(cfg)
+
+
+def test_list_level_permsc_reads_the_shuffled_lists_and_writes_one_ranking():
+    experiment = {"orders": ["original", "shuffled-0", "shuffled-1", "shuffled-2", "position-1"],
+                  "debias": ["none", "permsc@3"]}
+    assert pbconfig.orders_for({}, experiment, "permsc@3") == ["original"]
+    assert pbconfig.list_inputs("permsc@3") == ["shuffled-0", "shuffled-1", "shuffled-2"]
+    assert pbconfig.orders_for({}, experiment, "none") == experiment["orders"]

@@ -127,7 +127,7 @@ def test_cost_per_query_and_debiased_first(tiny):
     assert by_q["q1"]["windows"] == 2 and by_q["q2"]["windows"] == 1
     assert by_q["q1"]["calls"] == 2 and by_q["q1"]["prompt_tokens"] > by_q["q2"]["prompt_tokens"] > 0
     assert all(r["seconds"] > 0 for r in by_q.values())
-    _, _, psc_cost = rerank(debiasing.wrap(first, "permsc@3", 0, SETTINGS), lists, window=20, step=10)
+    _, _, psc_cost = rerank(debiasing.wrap(first, "permsc-window@3", 0, SETTINGS), lists, window=20, step=10)
     assert psc_cost["calls"].to_list() == [6, 3]
     capcal = debiasing.wrap(first, "capcal", 0, SETTINGS)
     run_c, _, cap_cost = rerank(capcal, lists, window=20, step=10)

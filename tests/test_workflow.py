@@ -65,18 +65,21 @@ def test_default_workflow_end_to_end(workdir, shared_data):
     assert set(summary["model"]) == {"toy-first-s1", "toy-first-s2", "toy-debiasfirst-s1", "toy-debiasfirst-s2",
                                      "tiny-gen", "sim-linear", "tiny-ocsft", "tiny-single-order", "sim-grades"}
     sim = {r["debias"]: r for r in summary.filter((pl.col("model") == "sim-linear") & (pl.col("dataset") == "dl19")).to_dicts()}
-    assert set(sim) == {"none", "permsc@3", "capcal", "bsc@3"}
+    assert set(sim) == {"none", "permsc@3", "permsc-window@3", "capcal", "bsc@3"}
     assert sim["none"]["queries"] == 43 and sim["none"]["shuffles"] == 3
     assert sim["none"]["tau_psi"] > 0.01  # a linear positional prior makes the ranking order-sensitive ...
     assert sim["none"]["curve_first"] > sim["none"]["curve_last"]  # ... and favours early positions
-    for method in ("permsc@3", "bsc@3"):  # aggregating 3 views lowers the sensitivity, at 3x the calls
+    for method in ("permsc-window@3", "bsc@3"):  # aggregating 3 views lowers the sensitivity, at 3x the calls
         assert sim[method]["tau_psi"] < sim["none"]["tau_psi"]
         assert sim[method]["calls_per_query"] == pytest.approx(3 * sim["none"]["calls_per_query"])
+    # PermSC over the 3 reranked shuffled lists: one ranking, better than one shuffled pass, 3 passes of cost
+    assert sim["permsc@3"]["ndcg10_original"] > sim["none"]["ndcg10_shuffled_mean"]
+    assert sim["permsc@3"]["calls_per_query"] == pytest.approx(3 * sim["none"]["calls_per_query"])
     toy = {r["debias"]: r for r in summary.filter(pl.col("model") == "toy-first-s1").to_dicts()}
-    assert set(toy) == {"none", "permsc@3"} and toy["none"]["queries"] == 100
+    assert set(toy) == {"none", "permsc@3", "permsc-window@3"} and toy["none"]["queries"] == 100
     assert toy["none"]["prompt_tokens_per_query"] == 131  # the compact prompt, one token per word
     table = (workdir / "results" / "tables" / "rerank.md").read_text()
-    assert "| sim-linear | dl19 | imported:bm25 | none | 43 |" in table and "| toy-first-s1 | toy | biased | permsc@3 |" in table
+    assert "| sim-linear | dl19 | imported:bm25 | none | 43 |" in table and "| toy-first-s1 | toy | biased | permsc-window@3 |" in table
     # DebiasFirst branch: omega of the first seed's First model, augmented sets, continued training
     omega = pl.read_parquet(workdir / "results" / "propensity" / "toy-first-s1" / "omega.parquet")
     assert omega.height == 400 and omega["omega"].sum() == pytest.approx(1.0)

@@ -192,9 +192,17 @@ def experiment_key(experiment: dict) -> tuple[str, str, str]:
 
 
 def orders_for(config: dict, experiment: dict, debias: str) -> list[str]:
-    """The orders a debiasing method runs on: original and shuffled, plus positions if in ``position_debias``."""
+    """The orders a debiasing method runs on: original and shuffled, plus positions if in ``position_debias``;
+    a list-level method (PermSC over K reranked shuffles) has one result, written as ``original``."""
+    if debiasing.parse(debias).level == "list":
+        return ["original"]
     with_positions = debias in experiment.get("position_debias", ["none"])
     return [o for o in orders_of(config, experiment) if with_positions or not o.startswith("position-")]
+
+
+def list_inputs(debias: str) -> list[str]:
+    """The orders (of debias ``none``) a list-level method aggregates: ``shuffled-0`` … ``shuffled-(K−1)``."""
+    return [f"shuffled-{s}" for s in range(debiasing.parse(debias).k)]
 
 
 def rerank_grid(config: dict) -> list[tuple[str, str, str, str, str]]:
@@ -230,9 +238,19 @@ def check_experiments(config: dict) -> None:
         for key in ("debias", "position_debias"):
             for name in e.get(key, []):
                 try:
-                    debiasing.parse(name)
+                    spec = debiasing.parse(name)
                 except ValueError as exc:
                     raise ValueError(f"config: {where}.{key}: {exc}") from None
+                if spec.level == "list":
+                    missing = [o for o in list_inputs(name) if o not in orders_of(config, e)]
+                    if key == "position_debias":
+                        raise ValueError(f"config: {where}.position_debias: {name} aggregates whole shuffled lists "
+                                         "and has no position orders; list it under `debias`")
+                    if missing or "none" not in e.get("debias", ["none"]):
+                        raise ValueError(f"config: {where}.debias: {name} aggregates the reranked lists of "
+                                         f"{', '.join(list_inputs(name))} (debias none); "
+                                         + (f"add {', '.join(missing)} to the orders" if missing
+                                            else "add none to debias"))
         for name in e.get("orders", []):
             try:
                 orders.parse(name)

@@ -8,7 +8,8 @@
   the model depends only on the pairwise counts and on sorted ids, so the result does not depend
   on the order the rankings are given in.
 - :func:`borda` and :func:`rrf_consensus`: cheaper aggregations; :func:`local_search` improves a
-  ranking by single-item moves, for lists longer than the exact solver should take.
+  ranking by single-item moves, for lists longer than the exact solver should take;
+  :func:`aggregate` picks among them (PermSC's aggregation step, per window or over full lists).
 - :func:`capcal_scores`: content-agnostic probability calibration,
   S(d) = P(d | x) − α·(P(d | x_empty) − 1/|C|), with α fixed or entropy-adaptive.
 - :func:`bsc`: the mean of each passage's score over several presentations, sorted.
@@ -173,3 +174,22 @@ def bsc(scores_over_perms: dict[str, list[float]]) -> list[str]:
         return []
     means = {d: float(np.mean(s)) for d, s in scores_over_perms.items()}
     return sorted(means, key=lambda d: (-means[d], d))
+
+
+EXACT_KEMENY_MAX = 20  # exact Kemeny up to this many items; beyond, local Kemenisation from Borda
+
+
+def aggregate(rankings: Sequence[Sequence[str]], method: str) -> list[str]:
+    """PermSC's central ranking of several rankings of the same items: ``kemeny`` (exact for at most
+    :data:`EXACT_KEMENY_MAX` items, local Kemenisation of the Borda ranking beyond: single-item moves
+    while the total Kendall distance drops; bench/kemeny_gap.py measures its gap to the exact optimum),
+    ``borda`` or ``rrf``."""
+    if method == "borda":
+        return borda(rankings)
+    if method == "rrf":
+        return rrf_consensus(rankings)
+    if method != "kemeny":
+        raise ValueError(f"aggregation {method!r}: use kemeny, borda or rrf")
+    if len(rankings[0]) <= EXACT_KEMENY_MAX:
+        return kemeny(rankings)
+    return local_search(borda(rankings), rankings)

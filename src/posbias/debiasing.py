@@ -1,8 +1,18 @@
 """Inference-time debiasing methods: the one registry behind the ``debias`` wildcard.
 
 A ``debias`` value is a method name, with ``@K`` for the methods that take a number of views
-(``none``, ``capcal``, ``permsc@K``, ``bsc@K``). The wildcard constraint, the config checks, the
-table labels and the reranking job all read :data:`METHODS`; nothing else lists these names.
+(``none``, ``capcal``, ``permsc@K``, ``permsc-window@K``, ``bsc@K``). The wildcard constraints,
+the config checks, the table labels and the reranking jobs all read :data:`METHODS`; nothing else
+lists these names.
+
+Two levels:
+
+- ``window``: a wrapper around the base reranker changes how each window is ranked (CapCal, BSC,
+  PermSC per window); the ``rerank`` job runs it on every order of the experiment.
+- ``list``: the method combines whole reranked lists the experiment already has (PermSC as the
+  papers define it: the K reranked lists of ``shuffled-0`` … ``shuffled-(K−1)`` aggregated into one
+  central ranking, :mod:`posbias.permsc`); the ``permsc_lists`` job makes no model call and writes
+  the result as the ``original`` order, its cost the K reranking passes it aggregates.
 
 To add a method: write its wrapper (a :class:`posbias.rerankers.Reranker` around the base
 reranker, e.g. in :mod:`posbias.rerankers.debiased`) and register a :class:`DebiasMethod` here.
@@ -20,21 +30,22 @@ class DebiasMethod:
 
     ``build(base, k, seed, options)`` wraps a reranker (``k`` is None for methods without ``@K``);
     ``options`` are the config's ``reranking.permsc_aggregation`` and ``reranking.capcal`` keys.
-    ``views_are_k``: the method reranks K presentations of each window (K model calls per window).
+    ``level``: ``window`` (a wrapper; None: the base reranker itself) or ``list`` (combines the
+    experiment's reranked shuffled lists; no wrapper).
     """
 
     name: str
     takes_k: bool
     label: str
-    build: Callable | None  # None: the base reranker itself
-    views_are_k: bool = False
+    build: Callable | None
+    level: str = "window"
 
 
-def _permutation(method: str) -> Callable:
+def _permutation(average_scores: bool) -> Callable:
     def build(base, k, seed, options):
         from posbias.rerankers.debiased import PermutationDebiased
 
-        return PermutationDebiased(base, method, k, seed, options["aggregation"])
+        return PermutationDebiased(base, k, seed, options["aggregation"], average_scores)
 
     return build
 
@@ -48,12 +59,21 @@ def _capcal(base, k, seed, options):
 METHODS: dict[str, DebiasMethod] = {m.name: m for m in (
     DebiasMethod("none", False, "no debiasing", None),
     DebiasMethod("capcal", False, "CapCal (content-agnostic calibration)", _capcal),
-    DebiasMethod("permsc", True, "PermSC@{k} (aggregate K shuffled windows)", _permutation("permsc"),
-                 views_are_k=True),
-    DebiasMethod("bsc", True, "BSC@{k} (average scores over K shuffles)", _permutation("bsc"), views_are_k=True),
+    DebiasMethod("permsc", True, "PermSC@{k} (aggregate K reranked shuffled lists)", None, level="list"),
+    DebiasMethod("permsc-window", True, "PermSC-window@{k} (aggregate K shuffles of each window)",
+                 _permutation(average_scores=False)),
+    DebiasMethod("bsc", True, "BSC@{k} (average scores over K shuffles)", _permutation(average_scores=True)),
 )}
+LEVELS = ("window", "list")
 
-PATTERN = "|".join(f"{n}@[1-9]\\d*" if m.takes_k else n for n, m in METHODS.items())
+
+def pattern(level: str | None = None) -> str:
+    """The regular expression of the ``debias`` values of one level (None: all)."""
+    return "|".join(f"{n}@[1-9]\\d*" if m.takes_k else n for n, m in METHODS.items()
+                    if level is None or m.level == level)
+
+
+PATTERN = pattern()
 GRAMMAR = ", ".join(f"{n}@K" if m.takes_k else n for n, m in METHODS.items())
 
 
@@ -70,6 +90,10 @@ class DebiasSpec:
     @property
     def label(self) -> str:
         return METHODS[self.method].label.format(k=self.k)
+
+    @property
+    def level(self) -> str:
+        return METHODS[self.method].level
 
 
 def parse(name: str) -> DebiasSpec:
@@ -90,5 +114,7 @@ def wrap(base, name: str, seed: int, settings: dict):
     """``base`` with the debiasing method ``name`` applied (``base`` itself for ``none``);
     ``settings`` from :func:`options` (outside the workflow: ``options(config.defaults("reranking"))``)."""
     spec = parse(name)
+    if spec.level != "window":
+        raise ValueError(f"debias {name!r} combines reranked lists (posbias.permsc); it does not wrap a reranker")
     build = METHODS[spec.method].build
     return base if build is None else build(base, spec.k, seed, settings)

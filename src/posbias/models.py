@@ -97,7 +97,15 @@ def _metaspace_tokenizer(texts: list[str], vocab_size: int):
     tests use to catch code that tokenises pieces of a prompt separately."""
     import string
 
-    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from tokenizers import (
+        Regex,
+        Tokenizer,
+        decoders,
+        models,
+        pre_tokenizers,
+        processors,
+        trainers,
+    )
 
     from posbias.prompts import SYSTEM, user_message
 

@@ -1,8 +1,10 @@
 """Inference-time debiasing around any reranker: PermSC, BSC and CapCal (registered in
 :mod:`posbias.debiasing`, which parses the ``debias`` wildcard and builds these wrappers).
 
-- ``permsc@K``: rerank K seeded shuffles of each window and aggregate the K rankings (Kemeny-optimal
-  by default; Borda or RRF as cheaper choices; Borda + local search for windows over 20).
+- ``permsc-window@K``: rerank K seeded shuffles of each *window* and aggregate the K rankings
+  (:func:`posbias.debias.aggregate`: Kemeny-optimal by default; Borda or RRF as cheaper choices).
+  The papers' PermSC aggregates K reranked *full lists* instead: ``permsc@K``,
+  :mod:`posbias.permsc`, which needs no wrapper.
 - ``bsc@K``: the mean of each passage's score over K seeded shuffles, sorted (score-producing
   models); Borda over the K rankings for generation models.
 - ``capcal``: content-agnostic probability calibration. Single step for models with per-passage
@@ -35,28 +37,19 @@ class _Wrapper(Reranker):
 
 
 class PermutationDebiased(_Wrapper):
-    """PermSC (``method="permsc"``) or BSC (``"bsc"``): K shuffled views per window, aggregated."""
+    """K shuffled views per window, aggregated: their rankings (PermSC per window), or with
+    ``average_scores`` the mean score of each passage (BSC; Borda for models without scores)."""
 
-    def __init__(self, base: Reranker, method: str, k: int, seed: int, aggregation: str):
-        if method not in ("permsc", "bsc"):
-            raise ValueError(f"PermutationDebiased: method {method!r} is neither permsc nor bsc")
+    def __init__(self, base: Reranker, k: int, seed: int, aggregation: str, average_scores: bool):
         if k < 1:
             raise ValueError("K must be at least 1")
         super().__init__(base)
-        self.method, self.k, self.seed, self.aggregation = method, k, seed, aggregation
+        self.k, self.seed, self.aggregation, self.average_scores = k, seed, aggregation, average_scores
 
     def _views(self, window: Window) -> list[list[int]]:
         n = len(window.doc_ids)
         return [fisher_yates(range(n), derive_seed(self.seed, "view", window.query_id, *window.doc_ids, j))
                 for j in range(self.k)]
-
-    def _aggregate(self, rankings: list[list[str]]) -> list[str]:
-        if self.aggregation == "borda" or (self.aggregation == "kemeny" and len(rankings[0]) > 20):
-            start = debias.borda(rankings)
-            return start if self.aggregation == "borda" else debias.local_search(start, rankings)
-        if self.aggregation == "rrf":
-            return debias.rrf_consensus(rankings)
-        return debias.kemeny(rankings)
 
     def rank(self, windows: list[Window]) -> list[WindowResult]:
         plans = [self._views(w) for w in windows]
@@ -68,7 +61,7 @@ class PermutationDebiased(_Wrapper):
             mine = results[wi * self.k:(wi + 1) * self.k]
             mine_views = views[wi * self.k:(wi + 1) * self.k]
             index = {d: i for i, d in enumerate(window.doc_ids)}
-            if self.method == "bsc" and all(r.scores is not None for r in mine):
+            if self.average_scores and all(r.scores is not None for r in mine):
                 per_doc: dict[str, list[float]] = {d: [] for d in window.doc_ids}
                 for view, res in zip(mine_views, mine):
                     for d, s in zip(view.doc_ids, res.scores):
@@ -77,7 +70,7 @@ class PermutationDebiased(_Wrapper):
                 scores = [float(np.mean(per_doc[d])) for d in window.doc_ids]
             else:
                 rankings = [[view.doc_ids[i] for i in res.order] for view, res in zip(mine_views, mine)]
-                ranking = self._aggregate(rankings) if self.method == "permsc" else debias.borda(rankings)
+                ranking = debias.borda(rankings) if self.average_scores else debias.aggregate(rankings, self.aggregation)
                 scores = None
             cost = {key: sum(r.stats.get(key, 0) for r in mine) for key in ("calls", "prompt_tokens")}
             out.append(WindowResult(order=[index[d] for d in ranking], scores=scores, stats=cost))
