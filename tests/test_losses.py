@@ -130,3 +130,25 @@ def test_first_identifier_loss_is_constrained_cross_entropy():
     padded = scores.clone()
     padded[1, 2:] = 100.0
     assert losses.first_identifier_loss(padded, gold).item() == pytest.approx(expected.item(), rel=1e-6)
+
+
+def test_ips_weights_unclipped_by_default_with_clip_floor_and_self_normalisation_as_options():
+    from posbias.losses import ips_weight_stats, ips_weights
+
+    k = 3
+    omega = torch.full((k, k), 1.0 / (k * k))
+    omega[0, 0], omega[1, 0] = 0.5 / (k * k), 1.5 / (k * k)  # ω̂ = k²ω: 0.5 and 1.5 in rank column 0
+    gold = torch.tensor([0, 1, 2])  # passage p has gold rank p
+    w = ips_weights(gold, omega)
+    assert w[0, 1].item() == pytest.approx(1 / (0.5 * 1.0))  # ω̂[0, 0] · ω̂[1, 1]
+    assert ips_weights(gold, omega, clip=1.5)[0, 1].item() == pytest.approx(1.5)
+    normalized = ips_weights(gold, omega, normalize=True)
+    better = torch.tensor([[False, True, True], [False, False, True], [False, False, False]])
+    assert normalized[better].mean().item() == pytest.approx(1.0)
+    stats = ips_weight_stats(gold, omega, clip=1.5)
+    assert stats == pytest.approx({"ips_clipped_share": 2 / 3, "ips_weight_mean": 1.5 * 2 / 3 + 1 / 3,
+                                   "ips_weight_max": 1.5})
+    omega[2, 2] = 0.0  # an unseen cell: floored by default, an error without a floor
+    assert torch.isfinite(ips_weights(gold, omega)).all()
+    with pytest.raises(ValueError, match="ips_floor or propensity.smoothing"):
+        ips_weights(gold, omega, floor=None)

@@ -53,31 +53,57 @@ def first_rank_loss(scores: torch.Tensor, gold_rank: torch.Tensor) -> torch.Tens
 
 
 def ips_weights(gold_rank: torch.Tensor, propensity: torch.Tensor, clip: float | None = None,
-                floor: float = 1e-3) -> torch.Tensor:
-    """1 / (ω̂[p_i, r_i] · ω̂[p_j, r_j]) for every pair, with ω̂ = k²·ω floored at ``floor``
-    (so that an unseen (position, rank) cell cannot produce an infinite weight) and the weight
-    clipped at ``clip`` if given."""
+                floor: float | None = 1e-3, normalize: bool = False) -> torch.Tensor:
+    """1 / (ω̂[p_i, r_i] · ω̂[p_j, r_j]) for every pair, with ω̂ = k²·ω.
+
+    ``floor``: ω̂ is floored there, so that an unseen (position, rank) cell cannot produce an infinite
+    weight (None: no floor; an unseen cell is then an error). ``clip``: weights above it are cut to
+    it (None: unclipped, the paper's estimator). ``normalize``: self-normalised IPS, the weights
+    divided by their mean over the ranked pairs (r_i < r_j), so they average 1.
+    """
     k = gold_rank.shape[-1]
-    omega_hat = (propensity.to(torch.float64) * k * k).clamp_min(floor)
+    omega_hat = propensity.to(torch.float64) * k * k
+    if floor is not None:
+        omega_hat = omega_hat.clamp_min(floor)
     positions = torch.arange(k, device=gold_rank.device)
     per_passage = omega_hat[positions, gold_rank.long()]  # ω̂[p, r_p], shape like gold_rank
     weights = 1.0 / (per_passage.unsqueeze(-1) * per_passage.unsqueeze(-2))
+    better, _ = _pairs(gold_rank)
+    if not torch.isfinite(weights[better]).all():
+        raise ValueError("IPS: a (position, rank) cell of the propensity estimate is 0 and no floor is set; "
+                         "set training.<name>.hyper.ips_floor or propensity.smoothing")
     if clip is not None:
         weights = weights.clamp_max(clip)
+    if normalize and better.any():
+        weights = weights / weights[better].mean()
     return weights
 
 
+def ips_weight_stats(gold_rank: torch.Tensor, propensity: torch.Tensor, clip: float | None = None,
+                     floor: float | None = 1e-3, normalize: bool = False) -> dict[str, float]:
+    """What clipping and normalisation did to one list's IPS weights (over its ranked pairs): the
+    share of pairs whose weight was clipped, and the mean and maximum weight applied."""
+    better, _ = _pairs(gold_rank)
+    raw = ips_weights(gold_rank, propensity, None, floor)[better]
+    used = ips_weights(gold_rank, propensity, clip, floor, normalize)[better]
+    if not len(raw):
+        return {"ips_clipped_share": 0.0, "ips_weight_mean": float("nan"), "ips_weight_max": float("nan")}
+    clipped = float((raw > clip).double().mean()) if clip is not None else 0.0
+    return {"ips_clipped_share": clipped, "ips_weight_mean": float(used.mean()), "ips_weight_max": float(used.max())}
+
+
 def rank_ips_loss(scores: torch.Tensor, gold_rank: torch.Tensor, propensity: torch.Tensor,
-                  clip: float | None = None) -> torch.Tensor:
+                  clip: float | None = None, floor: float | None = 1e-3, normalize: bool = False) -> torch.Tensor:
     """:func:`first_rank_loss` with pair (i, j) divided by ω̂[p_i, r_i]·ω̂[p_j, r_j], ω̂ = k²·ω.
 
     ``propensity`` is the raw k × k ω (rows: input position, columns: output rank; sums to 1), as
     estimated by the propensity stage. Rows index input positions, columns the *gold* rank.
+    ``clip``, ``floor`` and ``normalize`` as in :func:`ips_weights`.
     """
     if propensity.shape != (scores.shape[-1], scores.shape[-1]):
         raise ValueError(f"propensity must be {scores.shape[-1]}x{scores.shape[-1]}, got {tuple(propensity.shape)}")
     terms, better = _pairwise_terms(scores, gold_rank)
-    weights = ips_weights(gold_rank, propensity, clip).to(scores.dtype)
+    weights = ips_weights(gold_rank, propensity, clip, floor, normalize).to(scores.dtype)
     n_pairs = better.sum()
     if n_pairs == 0:
         return scores.sum() * 0.0

@@ -156,6 +156,9 @@ LOSS_CURVE = pa.schema(
         ("supervised_loss", pa.float64()),
         ("consistency_loss", pa.float64()),
         ("learning_rate", pa.float64()),
+        ("ips_clipped_share", pa.float64()),
+        ("ips_weight_mean", pa.float64()),
+        ("ips_weight_max", pa.float64()),
     ]
 )
 # OC-SFT: the teacher's scores of contiguous B-document windows, view 0 = first-stage order and views

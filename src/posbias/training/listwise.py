@@ -23,6 +23,7 @@ prior after 400 steps. The paper presets keep the whole ranking over the whole v
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 import torch
 
@@ -108,7 +109,7 @@ def objective(logits: torch.Tensor, batch: dict, id_tokens: list[int], spec: Tra
     rows = torch.arange(logits.shape[0], device=logits.device)
     rank_logits = logits[rows, batch["rank_position"]][:, id_tokens].float()
     if method.rank:
-        rank_terms = []
+        rank_terms, ips_stats = [], []
         for i in range(logits.shape[0]):
             valid = batch["gold_rank"][i] >= 0
             k = int(valid.sum())
@@ -116,11 +117,19 @@ def objective(logits: torch.Tensor, batch: dict, id_tokens: list[int], spec: Tra
             if method.ips:
                 if propensity is None or propensity.shape[0] != k:
                     raise ValueError(f"method {spec.method} needs a {k}x{k} propensity matrix")
-                rank_terms.append(losses.rank_ips_loss(scores, gold, propensity.to(scores.device), spec.ips_clip))
+                omega = propensity.to(scores.device)
+                rank_terms.append(losses.rank_ips_loss(scores, gold, omega, spec.ips_clip, spec.ips_floor,
+                                                       spec.ips_normalize))
+                ips_stats.append(losses.ips_weight_stats(gold, omega, spec.ips_clip, spec.ips_floor,
+                                                         spec.ips_normalize))
             else:
                 rank_terms.append(losses.first_rank_loss(scores, gold))
         rank = torch.stack(rank_terms).mean()
         parts["rank_loss"] = float(rank.detach())
+        for key in ("ips_clipped_share", "ips_weight_mean") if ips_stats else ():
+            parts[key] = float(np.nanmean([s[key] for s in ips_stats]))
+        if ips_stats:
+            parts["ips_weight_max"] = float(np.nanmax([s["ips_weight_max"] for s in ips_stats]))
         total = total + spec.rank_weight * rank
     if method.lm:
         lm = (losses.first_identifier_loss(rank_logits, batch["gold_rank"]) if spec.lm_softmax == "identifiers"

@@ -44,6 +44,8 @@ class TrainSpec:
     lm_tokens: int | None
     lm_softmax: str
     ips_clip: float | None
+    ips_floor: float | None
+    ips_normalize: bool
     views: int
     consistency: float
     consistency_warmup: int

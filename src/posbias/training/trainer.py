@@ -56,7 +56,7 @@ def trainer_class():
 
         def log(self, logs, *args, **kwargs):
             for key, values in self._parts.items():
-                logs[key] = float(np.mean(values))
+                logs[key] = float(np.max(values) if key.endswith("_max") else np.mean(values))
             self._parts = {}
             super().log(logs, *args, **kwargs)
 
@@ -103,7 +103,8 @@ def preemption_callback():
     return CheckpointOnSigterm()
 
 
-LOSS_PARTS = ("rank_loss", "lm_loss", "supervised_loss", "consistency_loss", "learning_rate")
+LOSS_PARTS = ("rank_loss", "lm_loss", "supervised_loss", "consistency_loss", "learning_rate", "ips_clipped_share",
+              "ips_weight_mean", "ips_weight_max")
 
 
 def loss_curve(history: list[dict]) -> pl.DataFrame:
