@@ -132,3 +132,54 @@ def test_figures_are_written_as_png_and_pdf(tmp_path):
         paper.draw("nope", tmp_path / "x.png", metrics=metrics, curves=curves, training=TRAINING)
     seeds = seed_curves(curves, TRAINING)
     assert seeds["seeds"].to_list() == [2, 2, 2] and seeds["target_ndcg10"].to_list() == pytest.approx([1.0, 0.7, 0.1])
+
+
+def _grid():
+    """Two seeds of one model and a second model on two datasets × two retrievers, with CapCal: every
+    paper table's input at once."""
+    training = {"a-s1": {"variant": "a", "seed": 1, "method": "first", "aug": "noaug"},
+                "a-s2": {"variant": "a", "seed": 2, "method": "first", "aug": "noaug"},
+                "b": {"method": "debiasfirst", "aug": "posaug"}}
+    metrics, summaries, curves, first_stage = [], [], [], []
+    for i, (model, dataset, retriever) in enumerate(
+            (m, d, r) for m in training for d in ("d1", "d2") for r in ("bm25", "splade")):
+        for debias in ("none", "capcal") if model == "b" else ("none",):
+            base = 0.3 + 0.01 * i + (0.05 if debias == "capcal" else 0.0)
+            orders = {"original": [base + 0.02 * q for q in range(8)],
+                      "shuffled-0": [base - 0.1 + 0.01 * q for q in range(8)],
+                      "shuffled-1": [base - 0.05 + 0.015 * q for q in range(8)]}
+            metrics.append(_metrics(model, orders, debias, dataset, retriever))
+            summaries.append(pl.DataFrame({"model": [model], "dataset": [dataset], "retriever": [retriever],
+                                           "debias": [debias], "ndcg10_original": [base],
+                                           "ndcg10_shuffled_mean": [base - 0.07], "ndcg10_shuffled_sd": [0.02],
+                                           "calls_per_query": [9.0], "seconds_per_query": [0.1]}))
+            curves.append(_curve(model, [base + 0.1, base, base - 0.1], debias).with_columns(
+                dataset=pl.lit(dataset), retriever=pl.lit(retriever)))
+        first_stage.append(pl.DataFrame({"system": retriever, "dataset": dataset, "query_id": [f"q{q}" for q in range(8)],
+                                         "measure": "nDCG@10", "value": 0.2}))
+    return {"metrics": pl.concat(metrics), "summaries": pl.concat(summaries), "curves": pl.concat(curves),
+            "first_stage": pl.concat(first_stage).unique(maintain_order=True), "training": training}
+
+
+# The view columns that name a row rather than hold a result cell, per table.
+LABEL_COLUMNS = {"original_vs_shuffled": {"model", "average"}, "retrievers": {"model"}, "ablations": {"objective"}}
+
+
+@pytest.mark.parametrize("name", list(paper.TABLES))
+def test_markdown_and_latex_hold_every_cell_of_the_csv(tmp_path, name):
+    """One result cell per CSV row (a long table: one view row per CSV row), and Markdown and LaTeX show
+    every view row: no cell is dropped by a pivot, whatever the grid's shape."""
+    table = paper.build(name, **_grid())
+    md, csv, tex = paper.write(table, tmp_path / name, name)
+    data = pl.read_csv(csv)
+    assert data.height > 0
+    if name in LABEL_COLUMNS:
+        cells = [v for c in table.view.columns if c not in LABEL_COLUMNS[name] for v in table.view[c] if v != "–"]
+        assert len(cells) == data.height, (name, table.view)
+    else:
+        cells = [v for c in table.view.columns for v in table.view[c]]
+        assert table.view.height == data.height
+    text = md.read_text()
+    assert all(f" {cell} |" in text for cell in cells)
+    rows = [line for line in tex.read_text().splitlines() if line.rstrip().endswith("\\\\")]
+    assert len(rows) == table.view.height + 1  # the header and every view row

@@ -32,6 +32,7 @@ class TrainingMethod:
 
     name: str
     family: str
+    label: str  # as tables and figures print it (the papers' names)
     summary: str
     rank: bool = False  # listwise: the First rank loss
     lm: bool = False  # listwise: the LM loss
@@ -58,21 +59,21 @@ class TrainingMethod:
 
 
 METHODS: dict[str, TrainingMethod] = {m.name: m for m in (
-    TrainingMethod("first", "listwise", "First: rank loss + LM loss", rank=True, lm=True),
-    TrainingMethod("debiasfirst", "listwise", "DebiasFirst: IPS-weighted rank loss + LM loss",
+    TrainingMethod("first", "listwise", "Rank + LM", "First: rank loss + LM loss", rank=True, lm=True),
+    TrainingMethod("debiasfirst", "listwise", "Rank-IPS + LM", "DebiasFirst: IPS-weighted rank loss + LM loss",
                    rank=True, lm=True, ips=True),
-    TrainingMethod("rank", "listwise", "ablation: rank loss alone", rank=True),
-    TrainingMethod("rank_ips", "listwise", "ablation: IPS-weighted rank loss alone", rank=True, ips=True),
-    TrainingMethod("rank_ips_lm", "listwise", "ablation: DebiasFirst's objective on any augmentation",
+    TrainingMethod("rank", "listwise", "Rank", "ablation: rank loss alone", rank=True),
+    TrainingMethod("rank_ips", "listwise", "Rank-IPS", "ablation: IPS-weighted rank loss alone", rank=True, ips=True),
+    TrainingMethod("rank_ips_lm", "listwise", "Rank-IPS + LM", "ablation: DebiasFirst's objective on any augmentation",
                    rank=True, lm=True, ips=True),
-    TrainingMethod("ocsft", "pointwise", "OC-SFT: supervised anchor view + order-consistency penalty",
+    TrainingMethod("ocsft", "pointwise", "OC-SFT", "OC-SFT: supervised anchor view + order-consistency penalty",
                    consistency=True, views="anchor+permutations"),
-    TrainingMethod("single_order", "pointwise", "baseline: the canonical order alone"),
-    TrainingMethod("order_averaged", "pointwise", "baseline: targets averaged over T teacher shuffles",
+    TrainingMethod("single_order", "pointwise", "single order", "baseline: the canonical order alone"),
+    TrainingMethod("order_averaged", "pointwise", "order-averaged", "baseline: targets averaged over T teacher shuffles",
                    shuffled_silver=True, averaged_targets=True),
-    TrainingMethod("perm_aug", "pointwise", "baseline: one seeded permutation per step",
+    TrainingMethod("perm_aug", "pointwise", "permutation augmentation", "baseline: one seeded permutation per step",
                    views="one_permutation"),
-    TrainingMethod("debiasfirst_pointwise", "pointwise",
+    TrainingMethod("debiasfirst_pointwise", "pointwise", "pointwise DebiasFirst",
                    "baseline: supervised term weighted by the teacher's inverse slot propensity",
                    ips=True, shuffled_silver=True),
 )}
