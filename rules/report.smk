@@ -31,6 +31,7 @@ rule paper_table:
         runtime=10,
     params:
         training=config.get("training", {}),
+        reference=config["evaluation"]["reference"],
     script:
         "../workflow/scripts/paper_table.py"
 

@@ -56,7 +56,11 @@ rule index:
 
 rule retrieve:
     input:
-        index="results/index/{dataset}/{retriever}",
+        index=lambda w: (
+            []
+            if pbconfig.prebuilt_index(config, w.dataset, w.retriever)
+            else f"results/index/{w.dataset}/{w.retriever}"
+        ),
         queries="results/data/{dataset}/queries.parquet",
         model=model_input,
     output:
@@ -78,6 +82,7 @@ rule retrieve:
         spec=retriever_spec,
         model=lambda w: model_path(w) if "model" in config["retrievers"][w.retriever] else None,
         device=config["device"],
+        prebuilt=lambda w: pbconfig.prebuilt_index(config, w.dataset, w.retriever),
     script:
         "../workflow/scripts/retrieve.py"
 

@@ -189,3 +189,13 @@ def test_oracle_noise_dial():
     noisy, _ = oracle.search(qrels, queries, 5.0, 20, seed=1)
     assert noisy["doc_id"].to_list() != sorted(noisy["doc_id"].to_list())
     assert oracle.search(qrels, queries, 5.0, 20, seed=1)[0].equals(noisy)
+
+
+def test_sample_queries_keeps_a_seeded_sample_of_judged_queries():
+    spec = {"source": "synthetic", "n_docs": 200, "n_test_queries": 40, "sample_queries": 10}
+    a = data.load("s", spec, seed=3)
+    b = data.load("s", spec, seed=3)
+    full = data.load("s", {k: v for k, v in spec.items() if k != "sample_queries"}, seed=3)
+    assert a.queries.height == 10 and a.queries.equals(b.queries)
+    assert set(a.qrels["query_id"]) <= set(a.queries["query_id"]) and a.corpus.height == full.corpus.height
+    assert sorted(a.queries["query_id"]) != sorted(full.queries["query_id"])[:10]  # a sample, not the first ten

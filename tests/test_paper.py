@@ -158,11 +158,12 @@ def _grid():
         first_stage.append(pl.DataFrame({"system": retriever, "dataset": dataset, "query_id": [f"q{q}" for q in range(8)],
                                          "measure": "nDCG@10", "value": 0.2}))
     return {"metrics": pl.concat(metrics), "summaries": pl.concat(summaries), "curves": pl.concat(curves),
-            "first_stage": pl.concat(first_stage).unique(maintain_order=True), "training": training}
+            "first_stage": pl.concat(first_stage).unique(maintain_order=True), "training": training, "reference": "b"}
 
 
 # The view columns that name a row rather than hold a result cell, per table.
-LABEL_COLUMNS = {"original_vs_shuffled": {"model", "average"}, "retrievers": {"model"}, "ablations": {"objective"}}
+LABEL_COLUMNS = {"original_vs_shuffled": {"model", "average"}, "retrievers": {"model"}, "ablations": {"objective"},
+                 "versus_baselines": {"model"}}
 
 
 @pytest.mark.parametrize("name", list(paper.TABLES))
@@ -183,3 +184,23 @@ def test_markdown_and_latex_hold_every_cell_of_the_csv(tmp_path, name):
     assert all(f" {cell} |" in text for cell in cells)
     rows = [line for line in tex.read_text().splitlines() if line.rstrip().endswith("\\\\")]
     assert len(rows) == table.view.height + 1  # the header and every view row
+
+
+def test_versus_baselines_tests_each_baseline_against_the_reference_with_holm():
+    n = 20
+    ref = [0.6 + 0.01 * i for i in range(n)]
+    metrics = pl.concat([
+        _metrics("ref-s1", {"original": ref, "shuffled-0": ref}), _metrics("ref-s2", {"original": ref, "shuffled-0": ref}),
+        _metrics("worse", {"original": [v - 0.2 - 0.001 * i for i, v in enumerate(ref)], "shuffled-0": ref}),
+        _metrics("same", {"original": ref, "shuffled-0": ref})])
+    training = {"ref-s1": {"variant": "ref"}, "ref-s2": {"variant": "ref"}}
+    table = paper.versus_baselines(metrics, training, "ref")
+    rows = {(r["model"], r["condition"]): r for r in table.data.iter_rows(named=True)}
+    assert rows[("ref", "original")]["seeds"] == 2 and math.isnan(rows[("ref", "original")]["p"])
+    assert rows[("worse", "original")]["p_holm"] < 0.001 and rows[("worse", "original")]["paired_queries"] == n
+    assert math.isnan(rows[("same", "original")]["p"]) and math.isnan(rows[("worse", "shuffled")]["p"])
+    # Holm over the baselines of one dataset and condition; "same" has no test (all differences 0), so m = 1
+    assert rows[("worse", "original")]["p_holm"] == pytest.approx(min(1.0, rows[("worse", "original")]["p"] * 1))
+    view = {r["model"]: r for r in table.view.iter_rows(named=True)}
+    assert view["worse"]["d · bm25 · original"].endswith("†") and not view["same"]["d · bm25 · original"].endswith("†")
+    assert "no reference" in paper.versus_baselines(metrics, training, None).notes.lower()

@@ -1,6 +1,7 @@
 """First-stage retrieval through pyserini on a toy corpus (real JVM, real encoders)."""
 
 import polars as pl
+import pytest
 
 from posbias.data.collection import corpus_frame, queries_frame
 from posbias.models import build_tiny_masked_lm, resolve
@@ -48,3 +49,15 @@ def test_splade_path_with_a_tiny_masked_lm(tmp_path):
     assert set(run["doc_id"].to_list()) <= {"d1", "d2", "d3", "d4"}
     ranks = run.group_by("query_id").agg(pl.col("rank").min())["rank"].to_list()
     assert all(r == 1 for r in ranks)
+
+
+def test_an_unknown_prebuilt_index_is_a_one_line_error():
+    from posbias.errors import PosbiasError
+    from posbias.retrieval.java import start_jvm
+    from posbias.retrieval.lucene import open_searcher
+
+    start_jvm()
+    from pyserini.search.lucene import LuceneSearcher
+
+    with pytest.raises(PosbiasError, match="'msmarco-v9-passage' is not a pyserini prebuilt index of LuceneSearcher"):
+        open_searcher(LuceneSearcher, "msmarco-v9-passage")

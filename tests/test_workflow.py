@@ -113,7 +113,7 @@ def test_default_workflow_end_to_end(workdir, shared_data):
     assert "\\toprule" in (workdir / "results" / "tables" / "stability.tex").read_text()
     assert (workdir / "results" / "figures" / "bsc_curve.png").stat().st_size > 10_000
     # the report stage: the papers' tables in three formats, rebuilt without rerunning anything upstream
-    for name in ("position_bias", "original_vs_shuffled", "retrievers", "capcal", "ablations"):
+    for name in ("position_bias", "original_vs_shuffled", "retrievers", "capcal", "ablations", "versus_baselines"):
         for ext in ("md", "csv", "tex"):
             assert (workdir / "results" / "tables" / f"{name}.{ext}").stat().st_size > 100
     for name in ("position_curve", "inference_vs_training", "ablation_curves"):
@@ -229,7 +229,7 @@ def test_paper_preset_plans_the_whole_dag(workdir):
     assert counts["train"] == 10  # first, debiasfirst and the eight ablation cells
     assert counts["propensity_rerank"] == 1 and counts["augment"] == 3
     assert counts["rerank"] > 400 and counts["rerank_tables"] == 1
-    assert counts["paper_table"] == 5 and counts["paper_figure"] == 3  # every paper table and figure
+    assert counts["paper_table"] == 6 and counts["paper_figure"] == 3  # every paper table and figure
 
 
 def test_ocsft_paper_preset_plans_the_whole_dag(workdir):
@@ -238,4 +238,4 @@ def test_ocsft_paper_preset_plans_the_whole_dag(workdir):
     assert counts["silver_labels"] == 2  # self-distilled: first-stage order, and 10 shuffles for two baselines
     assert counts["stability"] == 12 and counts["stability_table"] == 1
     assert counts["rerank"] == 12 * (1 + 100 + 20)
-    assert counts["paper_table"] == 5 and counts["paper_figure"] == 3
+    assert counts["paper_table"] == 6 and counts["paper_figure"] == 3

@@ -126,6 +126,14 @@ def dataset_retrievers(config: dict, dataset: str) -> list[str]:
     return imported + [r for r in spec.get("retrievers", []) if r not in imported]
 
 
+SEARCHED = ("bm25", "dense", "splade")  # retriever kinds that search an index
+
+
+def prebuilt_index(config: dict, dataset: str, retriever: str) -> str | None:
+    """The pyserini prebuilt index a retriever searches on a dataset, if the config names one."""
+    return config["datasets"][dataset].get("prebuilt", {}).get(retriever)
+
+
 def retriever_kind(config: dict, retriever: str) -> str:
     if retriever.startswith(IMPORTED_PREFIX):
         return "imported"
@@ -145,6 +153,10 @@ def check_grid(config: dict) -> None:
                     f"config: datasets.{name}.retrievers names unknown retriever {retriever!r}; "
                     f"defined: {', '.join(sorted(config['retrievers']))}"
                 )
+        for retriever in spec.get("prebuilt", {}):
+            if retriever not in spec.get("retrievers", []) or retriever_kind(config, retriever) not in SEARCHED:
+                raise ValueError(f"config: datasets.{name}.prebuilt names {retriever!r}, which is not a bm25, dense or "
+                                 f"splade retriever in datasets.{name}.retrievers")
         for retriever in dataset_retrievers(config, name):
             if retriever_kind(config, retriever) == "rrf":
                 for part in config["retrievers"][retriever]["runs"]:

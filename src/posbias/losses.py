@@ -9,11 +9,9 @@
 
 On the joint weights: the DebiasFirst paper writes L = λ·L_Rank-IPS + L_LM with λ = 0.1, while
 FIRST's reference training code computes 10·L_rank + L_LM. Read literally these differ: the first
-weights the rank term 1:10 against the LM term, the second 10:1. They agree when λ is read as
-the weight of the LM term: L_Rank + λ·L_LM = λ·(10·L_Rank + L_LM) for λ = 0.1, the reference
-objective scaled by a constant, which under Adam changes nothing but the interplay with gradient
-clipping. This module takes explicit (rank_weight, lm_weight); the defaults (10, 1) and the paper
-preset reproduce the reference code.
+weights the rank term 1:10 against the LM term, the second 10:1. The trainer takes explicit
+(``rank_weight``, ``lm_weight``): the paper preset follows the paper (0.1, 1), FIRST's weighting is
+(10, 1), the schema's default; docs/fidelity.md states both.
 
 Shapes: ``scores`` and ``gold_rank`` are (k,) or (B, k): entry p belongs to the passage at input
 position p; ``gold_rank[p]`` is its 0-based gold rank.

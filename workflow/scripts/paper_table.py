@@ -13,6 +13,6 @@ with logged(sm.log[0], "paper_table") as log:
     name = sm.wildcards.table
     inputs = {key: pl.concat([schemas.read(p, SCHEMAS[key]) for p in sm.input[key]]) for key in SCHEMAS
               if key in sm.input.keys()}
-    table = paper.build(name, training=sm.params.training, **inputs)
+    table = paper.build(name, training=sm.params.training, reference=sm.params.reference, **inputs)
     paper.write(table, sm.output.md[: -len(".md")], paper.TABLES[name].title)
     log.info("\n%s", open(sm.output.md).read())

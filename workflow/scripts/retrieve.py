@@ -1,4 +1,5 @@
-"""Search one index with the dataset's queries; write the run as Parquet and TREC."""
+"""Search one index (built by the workflow, or a pyserini prebuilt one) with the dataset's queries;
+write the run as Parquet and TREC."""
 
 from pathlib import Path
 
@@ -7,7 +8,8 @@ from posbias.jobs import logged
 from posbias.retrieval import dense, lucene, splade
 
 sm = snakemake  # noqa: F821
-spec, index = sm.params.spec, Path(sm.input.index)
+spec = sm.params.spec
+index = sm.params.prebuilt or Path(sm.input.index)  # a prebuilt index is a name, the workflow's a folder
 with logged(sm.log[0], "retrieve") as log:
     queries = schemas.read(sm.input.queries, "queries")
     if spec["kind"] == "bm25":

@@ -9,9 +9,14 @@ run's positional-bias task).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+import polars as pl
+
 from posbias.config import entry_defaults
 from posbias.data import imported, irds, listwise, local, synthetic, toy
 from posbias.data.collection import Collection, check
+from posbias.permute import derive_seed, fisher_yates
 
 __all__ = ["Collection", "load"]
 
@@ -41,4 +46,15 @@ def load(name: str, spec: dict, seed: int, irds_home: str | None = None) -> Coll
         coll, where = toy.generate(toy.ToySpec(seed=seed, **params), spec["split"]), key
     else:  # the schema forbids this; kept so a schema change cannot slip through silently
         raise ValueError(f"{key}.source: unknown source {source!r}")
+    if spec.get("sample_queries"):
+        coll = sample_queries(coll, spec["sample_queries"], derive_seed(seed, "sample_queries", name))
     return check(coll, where)
+
+
+def sample_queries(coll: Collection, n: int, seed: int) -> Collection:
+    """The collection with a seeded sample of ``n`` of its judged queries (and only their qrels); all
+    queries when it has fewer. The corpus is kept whole (retrieval searches all of it)."""
+    judged = sorted(set(coll.qrels["query_id"].to_list()) & set(coll.queries["query_id"].to_list()))
+    keep = set(fisher_yates(judged, seed)[:n])
+    return replace(coll, queries=coll.queries.filter(pl.col("query_id").is_in(keep)),
+                   qrels=coll.qrels.filter(pl.col("query_id").is_in(keep)))

@@ -27,9 +27,11 @@ from posbias.paper.position_curve import position_curve_figure
 from posbias.paper.retrievers import retrievers
 from posbias.paper.stability import stability
 from posbias.paper.stats import ALPHA, holm, mean_sd, paired_pvalue
+from posbias.paper.versus_baselines import versus_baselines
 from posbias.paper.writers import Table, fmt, fmt_sd, write
 
-INPUTS = ("metrics", "summaries", "curves", "first_stage", "training")
+INPUTS = ("metrics", "summaries", "curves", "first_stage", "training", "reference")
+CONFIG_INPUTS = ("training", "reference")  # from the config (rule params), not result files
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,9 @@ TABLES: dict[str, PaperTable] = {
         "Content-agnostic calibration: quality and cost (CapCal)", ("metrics", "summaries"), capcal),
     "ablations": PaperTable(
         "Objective × augmentation ablations (DebiasFirst Table 3)", ("summaries", "curves", "training"), ablations),
+    "versus_baselines": PaperTable(
+        "The reference model against each baseline, original and shuffled orders (DebiasFirst Table 1)",
+        ("metrics", "training", "reference"), versus_baselines),
 }
 
 FIGURES: dict[str, PaperFigure] = {
@@ -83,7 +88,7 @@ STABILITY_TITLE = "Pointwise scorers: quality vs decision stability (OC-SFT)"
 
 def needs(entry: PaperTable | PaperFigure) -> set[str]:
     """The result files (of :data:`INPUTS`, less the config's ``training``) an entry reads."""
-    return set(entry.inputs) - {"training"}
+    return set(entry.inputs) - set(CONFIG_INPUTS)
 
 
 def build(name: str, **inputs) -> Table:
@@ -104,4 +109,5 @@ def draw(name: str, path: str | Path, **inputs) -> None:
 
 __all__ = ["ALPHA", "FIGURES", "INPUTS", "PaperFigure", "PaperTable", "STABILITY_TITLE", "TABLES", "Table",
            "ablations", "build", "capcal", "draw", "fmt", "fmt_sd", "holm", "mean_sd", "needs",
-           "original_vs_shuffled", "paired_pvalue", "position_bias", "retrievers", "stability", "write"]
+           "original_vs_shuffled", "paired_pvalue", "position_bias", "retrievers", "stability", "versus_baselines",
+           "write"]

@@ -15,6 +15,7 @@ import numpy as np
 import polars as pl
 from tqdm import tqdm
 
+from posbias.retrieval import lucene
 from posbias.retrieval.java import start_jvm
 from posbias.retrieval.lucene import _hits_to_run
 
@@ -46,7 +47,7 @@ def build_index(corpus: pl.DataFrame, out_dir: Path, model: str, pooling: str, l
     tmp.rename(out_dir)
 
 
-def search(index_dir: Path, queries: pl.DataFrame, depth: int, model: str, pooling: str, l2_norm: bool,
+def search(index_dir: Path | str, queries: pl.DataFrame, depth: int, model: str, pooling: str, l2_norm: bool,
            max_length: int, device: str, threads: int):
     """Exact inner-product search; returns (canonical run, ids of queries with no hits)."""
     start_jvm()
@@ -54,7 +55,7 @@ def search(index_dir: Path, queries: pl.DataFrame, depth: int, model: str, pooli
     from pyserini.search.faiss import FaissSearcher
 
     encoder = AutoQueryEncoder(model, device=device, pooling=pooling, l2_norm=l2_norm)
-    searcher = FaissSearcher(str(index_dir), encoder)
+    searcher = lucene.open_searcher(FaissSearcher, index_dir, encoder)
     qids, texts = queries["query_id"].to_list(), queries["text"].to_list()
     vectors = np.vstack([encoder.encode(t, max_length=max_length) for t in tqdm(texts, desc="encoding queries", mininterval=5)])
     results = searcher.batch_search(vectors, qids, k=min(depth, searcher.num_docs), threads=threads)

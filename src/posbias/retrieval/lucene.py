@@ -17,6 +17,7 @@ from pathlib import Path
 
 import polars as pl
 
+from posbias.errors import PosbiasError
 from posbias.retrieval.java import start_jvm
 from posbias.runs import canonical
 
@@ -69,24 +70,39 @@ def _hits_to_run(results: dict, qids: list[str], depth: int) -> tuple[pl.DataFra
     return run, empty
 
 
-def search_bm25(index_dir: Path, queries: pl.DataFrame, depth: int, k1: float, b: float, threads: int):
+def open_searcher(cls, index: Path | str, *args):
+    """A pyserini searcher of ``cls`` over the workflow's index folder (a Path) or a pyserini prebuilt
+    index (its name, a str; downloaded once into pyserini's cache)."""
+    if isinstance(index, Path):
+        return cls(str(index), *args)
+    try:
+        searcher = cls.from_prebuilt_index(index, *args)  # pyserini prints and returns None for unknown names
+    except ValueError as exc:
+        raise PosbiasError(f"pyserini prebuilt index {index!r} (datasets.<name>.prebuilt): {exc}") from None
+    if searcher is None:
+        raise PosbiasError(f"datasets.<name>.prebuilt: {index!r} is not a pyserini prebuilt index of "
+                           f"{cls.__name__} (or it could not be downloaded); see pyserini's prebuilt index list")
+    return searcher
+
+
+def search_bm25(index_dir: Path | str, queries: pl.DataFrame, depth: int, k1: float, b: float, threads: int):
     """BM25 search; returns (canonical run, ids of queries with no hits)."""
     start_jvm()
     from pyserini.search.lucene import LuceneSearcher
 
-    searcher = LuceneSearcher(str(index_dir))
+    searcher = open_searcher(LuceneSearcher, index_dir)
     searcher.set_bm25(k1, b)
     qids, texts = queries["query_id"].to_list(), queries["text"].to_list()
     results = searcher.batch_search(texts, qids, k=depth, threads=threads)
     return _hits_to_run(results, qids, depth)
 
 
-def search_impact(index_dir: Path, queries: pl.DataFrame, depth: int, encoder, threads: int):
+def search_impact(index_dir: Path | str, queries: pl.DataFrame, depth: int, encoder, threads: int):
     """Impact search with a pyserini query encoder; returns (run, ids of queries with no hits)."""
     start_jvm()
     from pyserini.search.lucene import LuceneImpactSearcher
 
-    searcher = LuceneImpactSearcher(str(index_dir), encoder)
+    searcher = open_searcher(LuceneImpactSearcher, index_dir, encoder)
     qids, texts = queries["query_id"].to_list(), queries["text"].to_list()
     results = searcher.batch_search(texts, qids, k=depth, threads=threads)
     return _hits_to_run(results, qids, depth)

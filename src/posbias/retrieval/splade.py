@@ -36,7 +36,7 @@ def build_index(corpus: pl.DataFrame, out_dir: Path, model: str, batch_size: int
     lucene.build_impact_index(_encode(corpus, model, batch_size, max_length, device), out_dir, threads)
 
 
-def search(index_dir: Path, queries: pl.DataFrame, depth: int, model: str, device: str, threads: int):
+def search(index_dir: Path | str, queries: pl.DataFrame, depth: int, model: str, device: str, threads: int):
     start_jvm()
     from pyserini.encode import SpladeQueryEncoder
 
