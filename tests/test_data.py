@@ -199,3 +199,39 @@ def test_sample_queries_keeps_a_seeded_sample_of_judged_queries():
     assert a.queries.height == 10 and a.queries.equals(b.queries)
     assert set(a.qrels["query_id"]) <= set(a.queries["query_id"]) and a.corpus.height == full.corpus.height
     assert sorted(a.queries["query_id"]) != sorted(full.queries["query_id"])[:10]  # a sample, not the first ten
+
+
+def _conversation(qid, query, passages, answer, style):
+    ids = [str(i + 1) if style == "numeric" else chr(65 + i) for i in range(len(passages))]
+    user = (f"I will provide you with {len(passages)} passages, each indicated by a numerical identifier []. "
+            f"Rank the passages based on their relevance to the search query: {query}.\n\n"
+            + "\n".join(f"[{i}] {p}" for i, p in zip(ids, passages))
+            + f"\n\nSearch Query: {query}.\nRank the {len(passages)} passages above based on their relevance to "
+            "the search query. The output format should be [] > [], e.g., [2] > [1].")
+    if style == "numeric":
+        return {"id": qid, "conversations": [{"from": "system", "value": "You are RankLLM."},
+                                             {"from": "human", "value": user}, {"from": "gpt", "value": answer}]}
+    return {"id": qid, "messages": [{"role": "user", "content": user}, {"role": "assistant", "content": answer}]}
+
+
+def test_rank_llm_training_conversations_become_listwise_instances(tmp_path):
+    import json
+
+    passages = ["the cat sat. on a mat", "dogs bark", "stocks fell sharply"]
+    lines = [_conversation("q1", "where do cats sit", passages, "[3] > [1] > [2]", "numeric"),
+             _conversation("q2", "what do dogs do", passages[::-1], "[C] > [A]", "letters")]  # B left out
+    path = tmp_path / "train.jsonl"
+    path.write_text("".join(json.dumps(rec) + "\n" for rec in lines))
+    coll = data.load("t", {"source": "listwise", "path": str(path), "format": "rank_llm"}, seed=0)
+    first, second = coll.listwise.row(0, named=True), coll.listwise.row(1, named=True)
+    assert first["query"] == "where do cats sit" and first["texts"] == passages
+    text_of = dict(zip(first["doc_ids"], first["texts"]))
+    assert [text_of[d] for d in first["teacher_ranking"]] == ["stocks fell sharply", "the cat sat. on a mat", "dogs bark"]
+    # the same passage text is one document in both instances; the left-out B is appended
+    assert set(second["doc_ids"]) == set(first["doc_ids"]) and coll.corpus.height == 3
+    assert [text_of[d] for d in second["teacher_ranking"]] == ["the cat sat. on a mat", "stocks fell sharply",
+                                                                "dogs bark"]
+    path.write_text(json.dumps({"id": "x", "conversations": [{"from": "human", "value": "no list here"},
+                                                              {"from": "gpt", "value": "[1]"}]}) + "\n")
+    with pytest.raises(PosbiasError, match=r"train.jsonl:1: the user turn has no `Search Query:` line"):
+        data.load("t", {"source": "listwise", "path": str(path), "format": "rank_llm"}, seed=0)
