@@ -59,12 +59,11 @@ def _capcal(base, k, seed, options):
 METHODS: dict[str, DebiasMethod] = {m.name: m for m in (
     DebiasMethod("none", False, "no debiasing", None),
     DebiasMethod("capcal", False, "CapCal (content-agnostic calibration)", _capcal),
-    DebiasMethod("permsc", True, "PermSC@{k} (aggregate K reranked shuffled lists)", None, level="list"),
-    DebiasMethod("permsc-window", True, "PermSC-window@{k} (aggregate K shuffles of each window)",
+    DebiasMethod("permsc", True, "PermSC@{k} (the {k} reranked shuffled lists aggregated)", None, level="list"),
+    DebiasMethod("permsc-window", True, "PermSC-window@{k} ({k} shuffles of each window aggregated)",
                  _permutation(average_scores=False)),
-    DebiasMethod("bsc", True, "BSC@{k} (average scores over K shuffles)", _permutation(average_scores=True)),
+    DebiasMethod("bsc", True, "BSC@{k} (scores averaged over {k} shuffles)", _permutation(average_scores=True)),
 )}
-LEVELS = ("window", "list")
 
 
 def pattern(level: str | None = None) -> str:

@@ -24,7 +24,9 @@ def rerank_table(summary: pl.DataFrame, window: int, step: int) -> Table:
         "tokens/query": fmt(r["prompt_tokens_per_query"], 0), "s/query": fmt(r["seconds_per_query"], 3),
         "parse failures": str(r["parse_failures"]),
     } for r in rows]) if rows else pl.DataFrame({"model": []})
+    methods = "; ".join(f"{d}: {debiasing.parse(d).label}" for d in dict.fromkeys(r["debias"] for r in rows))
     notes = (f"Window {window}, step {step}. Shuffled: mean ± sd over the M shuffle seeds. τ-PSI: mean over "
              "queries of (1 − mean pairwise Kendall τ)/2 across the shuffled orders. Curve: nDCG@10 of the "
-             "relevant passage moved to input position p (first, last, max − min).")
+             "relevant passage moved to input position p (first, last, max − min). "
+             f"Debiasing: {methods}.")
     return Table(pl.DataFrame(rows, schema=summary.schema) if rows else summary, view, notes)
