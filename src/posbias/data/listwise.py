@@ -142,7 +142,7 @@ def load(spec: dict, key: str, seed: int) -> Collection:
             inst, missing = _instance_rank_llm(rec, path, lineno)
             grades, incomplete = {}, incomplete + (missing > 0)
         else:
-            inst, grades = _instance_tevatron(rec, path, lineno, spec.get("n_candidates", 20), seed)
+            inst, grades = _instance_tevatron(rec, path, lineno, spec["n_candidates"], seed)
         instances.append(inst)
         for did, grade in grades.items():
             rq.append(inst["query_id"])
