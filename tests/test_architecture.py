@@ -1,6 +1,6 @@
 """The architecture's promises: each extensible vocabulary is declared once (a registry), every reranker
-implements the declared interface, the package has no import cycle, and the workflow is lint- and
-format-clean."""
+implements the declared interface, the package has no import cycle, and the workflow is format-clean
+(`snakemake --lint` is tests/test_workflow.py::test_lint_is_clean)."""
 
 import ast
 import importlib
@@ -196,8 +196,3 @@ def _run(*args, timeout=300):
 def test_snakefmt_check_is_clean():
     out = _run("snakefmt", "--check", ".")
     assert out.returncode == 0, out.stderr + out.stdout
-
-
-def test_snakemake_lint_is_clean():
-    out = _run("snakemake", "--lint")
-    assert out.returncode == 0 and "good condition" in out.stdout + out.stderr, out.stdout + out.stderr
