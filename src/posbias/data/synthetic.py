@@ -25,24 +25,29 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from posbias.config import entry_defaults, schema
 from posbias.data.collection import Collection, corpus_frame, qrels_frame, queries_frame
 
 _ONSETS = ["b", "d", "f", "g", "k", "l", "m", "n", "p", "r", "s", "t", "v", "z", "br", "st", "kr", "pl"]
 _VOWELS = ["a", "e", "i", "o", "u", "ai", "ou"]
 
 
+_D = entry_defaults("datasets", "source", "synthetic")  # the defaults of the config keys are the schema's
+_ROOT_SEED = schema()["properties"]["seed"]["default"]
+
+
 @dataclass(frozen=True)
 class SyntheticSpec:
     """Sizes and mixture weights of the synthetic collection (see config/schema.yaml)."""
 
-    seed: int = 42
-    n_docs: int = 2000
-    n_topics: int = 25
-    n_subtopics: int = 4
-    n_test_queries: int = 100
-    n_train_queries: int = 300
-    n_candidates: int = 20
-    doc_length: tuple[int, int] = (30, 70)
+    seed: int = _ROOT_SEED
+    n_docs: int = _D["n_docs"]
+    n_topics: int = _D["n_topics"]
+    n_subtopics: int = _D["n_subtopics"]
+    n_test_queries: int = _D["n_test_queries"]
+    n_train_queries: int = _D["n_train_queries"]
+    n_candidates: int = _D["n_candidates"]
+    doc_length: tuple[int, int] = tuple(_D["doc_length"])
     background_words: int = 1500
     topic_words: int = 20
     subtopic_words: int = 12

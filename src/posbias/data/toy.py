@@ -25,25 +25,30 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from posbias.config import entry_defaults, schema
 from posbias.data.collection import Collection, corpus_frame, qrels_frame, queries_frame
 from posbias.permute import derive_seed
 from posbias.retrieval.oracle import noisy_order
+
+
+_D = entry_defaults("datasets", "source", "toy")  # the defaults are the schema's
+_ROOT_SEED = schema()["properties"]["seed"]["default"]
 
 
 @dataclass(frozen=True)
 class ToySpec:
     """Sizes of the toy task (see config/schema.yaml, ``source: toy``)."""
 
-    seed: int = 42
-    n_test_queries: int = 100
-    n_train_queries: int = 3000
-    n_candidates: int = 20
-    runners_up: int = 3
-    vocab: int = 60
-    keys: int = 6
-    passage_words: int = 3
-    query_words: int = 2
-    first_stage_noise: float = 1.0
+    seed: int = _ROOT_SEED
+    n_test_queries: int = _D["n_test_queries"]
+    n_train_queries: int = _D["n_train_queries"]
+    n_candidates: int = _D["n_candidates"]
+    runners_up: int = _D["runners_up"]
+    vocab: int = _D["vocab"]
+    keys: int = _D["keys"]
+    passage_words: int = _D["passage_words"]
+    query_words: int = _D["query_words"]
+    first_stage_noise: float = _D["first_stage_noise"]
 
     def __post_init__(self) -> None:
         if not 2 <= self.passage_words or self.keys < 2 or self.vocab - self.keys < max(self.passage_words, self.query_words):
