@@ -226,8 +226,10 @@ def _planned(workdir, preset: str) -> dict[str, int]:
 
 def test_paper_preset_plans_the_whole_dag(workdir):
     counts = _planned(workdir, "debiasfirst")
-    assert counts["train"] == 10  # first, debiasfirst and the eight ablation cells
+    assert counts["train"] == 12  # every objective x augmentation cell (first and debiasfirst among them)
     assert counts["propensity_rerank"] == 1 and counts["augment"] == 3
+    assert counts["permsc_lists"] == 4 * 19  # PermSC@2 … @20 for First and DebiasFirst on DL19 and DL20
+    assert counts["index"] == 3  # only the MS MARCO Contriever indexes: every other first stage is prebuilt
     assert counts["rerank"] > 400 and counts["rerank_tables"] == 1
     assert counts["paper_table"] == 6 and counts["paper_figure"] == 3  # every paper table and figure
 
