@@ -22,13 +22,14 @@ def versus_baselines(metrics: pl.DataFrame, training: dict, reference: str | Non
                        .otherwise(None)).drop_nulls("condition")
     # per model (seed) and query: the original value and the mean over the shuffles
     per_model = q.group_by("variant", "model", "dataset", "retriever", "condition", "query_id").agg(pl.col("value").mean())
-    per_variant = per_model.group_by("variant", "dataset", "retriever", "condition", "query_id").agg(pl.col("value").mean())
+    per_variant = (per_model.group_by("variant", "dataset", "retriever", "condition", "query_id")
+                   .agg(pl.col("value").mean()).sort("dataset", "retriever", "condition", "variant", "query_id"))
     seeds = per_model.group_by("variant", "model", "dataset", "retriever", "condition").agg(pl.col("value").mean())
     rows = []
     for (dataset, retriever, condition), group in per_variant.group_by("dataset", "retriever", "condition",
                                                                        maintain_order=True):
         ref = dict(group.filter(pl.col("variant") == reference).select("query_id", "value").iter_rows())
-        for variant in group["variant"].unique(maintain_order=True).to_list():
+        for variant in sorted(group["variant"].unique().to_list(), key=lambda v: (v != reference, v)):
             mine = dict(group.filter(pl.col("variant") == variant).select("query_id", "value").iter_rows())
             common = sorted(set(mine) & set(ref))
             values = seeds.filter((pl.col("variant") == variant) & (pl.col("dataset") == dataset)
