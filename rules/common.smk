@@ -125,29 +125,6 @@ def stability_outputs(wildcards, suffix):
     return [f"{prefix}/{order}/none.{suffix}" for order in stability_orders(wildcards)]
 
 
-def training_chain():
-    """The models on the DAG's longest chain (train, propensity, train again): the propensity model,
-    the training runs that need ω, and every model these continue from, down to the built base."""
-    runs = config.get("training", {})
-    chain = {PROPENSITY.get("model")} | {m for m, run in runs.items() if methods.get(run["method"]).needs_omega}
-    todo = list(chain)
-    while todo:
-        model = todo.pop()
-        base = runs.get(model, {}).get("base_model")
-        if base and base not in chain:
-            chain.add(base)
-            todo.append(base)
-    return chain - {None}
-
-
-TRAINING_CHAIN = training_chain()
-
-
-def chain_priority(wildcards):
-    """Start the longest chain's jobs first (training, and the tiny model it trains from)."""
-    return 10 if wildcards.model in TRAINING_CHAIN else 0
-
-
 def training_inputs(wildcards):
     """The train rule's inputs: listwise instances (+ omega) or silver labels with queries and corpus."""
     run = config["training"][wildcards.model]

@@ -15,7 +15,6 @@ rule build_tiny_model:
         "benchmarks/models/{model}.tsv"
     wildcard_constraints:
         model=alternation([m for m, s in config["models"].items() if s.get("build")] or ["__none__"]),
-    priority: chain_priority
     conda:
         "../envs/models.yaml"
     resources:

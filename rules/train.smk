@@ -75,7 +75,7 @@ rule train:
         "benchmarks/train/{model}.tsv"
     wildcard_constraints:
         model=alternation(TRAINED or ["__none__"]),
-    priority: chain_priority  # the longest chain of the DAG (train, propensity, train again) first
+    priority: 10  # the longest chain of the DAG (train, propensity, train again): start it first
     conda:
         "../envs/models.yaml"
     threads: config["threads"]

@@ -57,7 +57,7 @@ def test_default_workflow_end_to_end(workdir, shared_data):
     # the toy story: First trained on biased orders is position-bound, DebiasFirst is not (2 seeds each)
     story = {r["model"]: r for r in pl.read_csv(workdir / "results" / "tables" / "position_bias.csv").to_dicts()}
     first, debiased = story["toy-first"], story["toy-debiasfirst"]
-    assert first["seeds"] == 2 and debiased["seeds"] == 2 and first["positions"] == 7
+    assert first["seeds"] == 2 and debiased["seeds"] == 2 and first["positions"] == 4
     assert first["spread"] >= 0.5 and debiased["spread"] <= 0.1, (first, debiased)
     assert debiased["ndcg10_shuffled"] >= first["ndcg10_shuffled"], (first, debiased)
     # reranking: the simulated reranker on DL19 with every debiasing method, the generation baseline
@@ -65,13 +65,13 @@ def test_default_workflow_end_to_end(workdir, shared_data):
     assert set(summary["model"]) == {"toy-first-s1", "toy-first-s2", "toy-debiasfirst-s1", "toy-debiasfirst-s2",
                                      "tiny-gen", "sim-linear", "tiny-ocsft", "tiny-single-order", "sim-grades"}
     sim = {r["debias"]: r for r in summary.filter((pl.col("model") == "sim-linear") & (pl.col("dataset") == "dl19")).to_dicts()}
-    assert set(sim) == {"none", "permsc@3", "permsc-window@3", "capcal", "bsc@3"}
+    assert set(sim) == {"none", "permsc@3", "capcal", "bsc@3"}
     assert sim["none"]["queries"] == 43 and sim["none"]["shuffles"] == 3
     assert sim["none"]["tau_psi"] > 0.01  # a linear positional prior makes the ranking order-sensitive ...
     assert sim["none"]["curve_first"] > sim["none"]["curve_last"]  # ... and favours early positions
-    for method in ("permsc-window@3", "bsc@3"):  # aggregating 3 views lowers the sensitivity, at 3x the calls
-        assert sim[method]["tau_psi"] < sim["none"]["tau_psi"]
-        assert sim[method]["calls_per_query"] == pytest.approx(3 * sim["none"]["calls_per_query"])
+    # BSC: averaging 3 views lowers the sensitivity, at 3x the calls (permsc-window@K: tests/test_permuted_eval.py)
+    assert sim["bsc@3"]["tau_psi"] < sim["none"]["tau_psi"]
+    assert sim["bsc@3"]["calls_per_query"] == pytest.approx(3 * sim["none"]["calls_per_query"])
     # PermSC over the 3 reranked shuffled lists: one ranking, better than one shuffled pass, 3 passes of cost
     assert sim["permsc@3"]["ndcg10_original"] > sim["none"]["ndcg10_shuffled_mean"]
     assert sim["permsc@3"]["calls_per_query"] == pytest.approx(3 * sim["none"]["calls_per_query"])
