@@ -127,6 +127,8 @@ def test_training_seeds_expand_to_models_and_experiments():
     ({"orders": ["original", "shuffled-0"], "position_debias": ["permsc@1"]}, "list it under `debias`"),
     ({"orders": ["original", "shuffled-0"], "debias": ["permsc-window@0"]}, r"debias: debias 'permsc-window@0'"),
     ({"orders": ["original", "random-2"]}, r"orders: order 'random-2': expected one of original"),
+    ({"debias": ["none", "capcal@na-50"]},
+     r"debias: capcal@na-50 names no variant in reranking.capcal.variants \(exact\); define it there"),
 ])
 def test_debias_and_order_mistakes_are_one_line_config_errors(experiment, message):
     cfg = _validated(copy.deepcopy(DEFAULT))
@@ -136,6 +138,16 @@ def test_debias_and_order_mistakes_are_one_line_config_errors(experiment, messag
     target.update(experiment)
     with pytest.raises(ValueError, match=message):
         pbconfig.check_experiments(cfg)
+
+
+def test_listwise_training_needs_letter_identifiers_and_trained_models_inherit_them():
+    cfg = _validated(copy.deepcopy(DEFAULT))
+    cfg["models"]["toy-lm"]["identifiers"] = "numbers"
+    with pytest.raises(ValueError, match=r"training.toy-first(-s1)?.base_model .toy-lm. uses numbers identifiers"):
+        _register(cfg)
+    cfg = _validated(copy.deepcopy(DEFAULT))
+    _register(cfg)
+    assert cfg["models"]["toy-first-s1"]["identifiers"] == "letters"
 
 
 def test_list_level_permsc_reads_the_shuffled_lists_and_writes_one_ranking():

@@ -13,7 +13,7 @@ from posbias.rerank import Candidates, rerank
 from posbias.rerankers import Window
 from posbias.rerankers.first import FirstReranker
 from posbias.rerankers.generation import GenerationReranker, parse_ranking
-from posbias.rerankers.lm import LMSpec, identifier_token_ids
+from posbias.rerankers.lm import LMSpec, identifier_paths, identifier_token_ids
 
 SETTINGS = debiasing.options(config.defaults("reranking"))  # the schema's PermSC and CapCal settings
 WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau".split()
@@ -146,6 +146,87 @@ def test_sequential_capcal_for_generation(tiny):
     zero = GenerationReranker(LMSpec(str(tiny))).rank_calibrated(
         windows, lambda p, q: capcal_scores(p, q, alpha=0.0), "")[0]
     assert plain.order == zero.order
+
+
+def test_numeric_identifier_prompt_and_parsing():
+    text = prompts.user_message("what is x", ["first passage", "second passage"], style="numbers")
+    assert text.startswith("I will provide you with 2 passages, each indicated by a numerical identifier []. ")
+    assert "[1] first passage\n[2] second passage\n" in text and "e.g., [2] > [1]" in text
+    assert parse_ranking("[2] > [12] > [1] > [B] > [21]", 12, "numbers") == (
+        [1, 11, 0] + [i for i in range(12) if i not in (0, 1, 11)], 9)
+
+
+@pytest.fixture(scope="module", params=["bpe", "metaspace"])
+def tiny_by_tokenizer(request, tmp_path_factory) -> Path:
+    """A byte-level (GPT/Qwen-like) and a SentencePiece-style (Llama/Mistral-like) tiny model: both
+    split multi-digit numbers into several tokens after '['."""
+    out = tmp_path_factory.mktemp("models") / request.param
+    build_tiny_causal_lm([_text(i) for i in range(200)], out, vocab_size=600, hidden=32, layers=2, heads=2,
+                         max_length=4096, seed=0, tokenizer=request.param)
+    return out
+
+
+def test_numeric_identifiers_are_scored_by_their_whole_path(tiny_by_tokenizer):
+    """[1] … [20]: prefix-free token paths read in context; each score equals the log-probability of the
+    identifier's path computed by one full forward pass per identifier; the 20 probabilities sum to at
+    most 1; the cost counts one extra pass per shared prefix. Letters stay single tokens (FIRST's logits)."""
+    import torch
+
+    first = FirstReranker(LMSpec(str(tiny_by_tokenizer), identifiers="numbers"))
+    paths = first.paths
+    assert len(paths) == 20 and any(len(p) > 1 for p in paths)
+    assert not any(a != b and b[: len(a)] == a for a in paths for b in paths)  # prefix-free
+    decoded = [first.tokenizer.decode(list(p)).replace(" ", "") for p in paths]
+    assert all(d in (str(i), f"{i}]") for i, d in zip(range(1, 21), decoded)), decoded
+    window = _windows(1, 20)[0]
+    result = first.rank([window])[0]
+    encoded = first.encode(window)
+    with torch.inference_mode():
+        brute = []
+        for path in paths:
+            logp = torch.log_softmax(first.model(torch.tensor([encoded + list(path)])).logits[0].float(), -1)
+            brute.append(sum(float(logp[len(encoded) - 1 + t, tok]) for t, tok in enumerate(path)))
+    np.testing.assert_allclose(result.scores, brute, atol=1e-4)
+    assert np.exp(result.scores).sum() <= 1.0 + 1e-6
+    prefixes = {p[:t] for p in paths for t in range(1, len(p))}
+    assert result.stats["calls"] == 1 + len(prefixes) and result.stats["prompt_tokens"] > len(encoded)
+    assert all(len(p) == 1 for p in identifier_paths(first.tokenizer, "letters", 20))
+    capcal = debiasing.wrap(first, "capcal", 0, SETTINGS).rank([window])[0]
+    assert sorted(capcal.order) == list(range(20))
+    gen = GenerationReranker(LMSpec(str(tiny_by_tokenizer), identifiers="numbers"))
+    sequential = debiasing.wrap(gen, "capcal", 0, SETTINGS).rank(_windows(1, 12))[0]
+    assert sorted(sequential.order) == list(range(12)) and sequential.stats["calls"] > 2 * 12
+
+
+def test_capcal_placeholder_variants_change_the_content_free_prompt(tiny):
+    """capcal@NAME reads reranking.capcal.variants.NAME: its placeholder repeated placeholder_length
+    times replaces every passage; a different placeholder gives a different prior."""
+    settings = {**SETTINGS, "variants": {"na-30": {"placeholder": "N/A", "placeholder_length": 30},
+                                         "na-1": {"placeholder": "N/A", "placeholder_length": 1}}}
+    assert debiasing.placeholder(settings, "na-30") == " ".join(["N/A"] * 30)
+    assert debiasing.placeholder(settings, None) == ""
+    windows = _windows(2, 20)
+    priors = {}
+    for name in ("capcal", "capcal@na-1", "capcal@na-30"):
+        wrapped = debiasing.wrap(FirstReranker(LMSpec(str(tiny))), name, 0, settings)
+        assert wrapped.placeholder == debiasing.placeholder(settings, debiasing.parse(name).variant)
+        priors[name] = wrapped.base.calibration_inputs(windows, wrapped.placeholder)[0][1]
+    assert priors["capcal@na-1"] != priors["capcal@na-30"] != priors["capcal"]
+
+
+def test_qwen3_style_template_gets_enable_thinking_false(tiny):
+    """Qwen3's chat template opens a thinking block unless ``enable_thinking`` is false; the prompt passes
+    it, so the answer's "[" follows an empty think block; templates without the variable ignore it."""
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tiny)
+    tok.chat_template = ("{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}{% endfor %}"
+                         "{% if add_generation_prompt %}<|assistant|>{% if enable_thinking is defined and "
+                         "enable_thinking is false %}<think></think>{% endif %}{% endif %}")
+    text = prompts.render(tok, "q", ["p"], 300, answer_prefix="[").text
+    assert text.endswith("<|assistant|><think></think>[") and text.startswith("<|system|>" + prompts.SYSTEM)
+    tok.chat_template = "{% for m in messages %}{{ m['content'] }}{% endfor %}"
+    assert prompts.render(tok, "q", ["p"], 300).text.endswith("do not say any word or explain.")
 
 
 def test_compact_prompt_puts_identifiers_after_passages():

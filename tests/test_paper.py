@@ -143,8 +143,8 @@ def _grid():
     metrics, summaries, curves, first_stage = [], [], [], []
     for i, (model, dataset, retriever) in enumerate(
             (m, d, r) for m in training for d in ("d1", "d2") for r in ("bm25", "splade")):
-        for debias in ("none", "capcal") if model == "b" else ("none",):
-            base = 0.3 + 0.01 * i + (0.05 if debias == "capcal" else 0.0)
+        for debias in ("none", "capcal", "capcal@na-5") if model == "b" else ("none",):
+            base = 0.3 + 0.01 * i + (0.05 if debias.startswith("capcal") else 0.0)
             orders = {"original": [base + 0.02 * q for q in range(8)],
                       "shuffled-0": [base - 0.1 + 0.01 * q for q in range(8)],
                       "shuffled-1": [base - 0.05 + 0.015 * q for q in range(8)]}
@@ -184,6 +184,32 @@ def test_markdown_and_latex_hold_every_cell_of_the_csv(tmp_path, name):
     assert all(f" {cell} |" in text for cell in cells)
     rows = [line for line in tex.read_text().splitlines() if line.rstrip().endswith("\\\\")]
     assert len(rows) == table.view.height + 1  # the header and every view row
+
+
+def test_capcal_table_has_a_row_per_variant_and_permsc_as_the_comparison():
+    """One row per (experiment, method): each CapCal placeholder variant and PermSC@K against no
+    debiasing; PermSC has no shuffled column (it aggregates the shuffled lists); experiments without
+    CapCal are left out."""
+    n = 12
+    base = [0.4 + 0.01 * i for i in range(n)]
+    parts, summaries = [], []
+    for model, methods in (("m", ("none", "capcal", "capcal@na-50", "permsc@10")), ("other", ("none", "permsc@10"))):
+        for debias in methods:
+            lift = {"none": 0.0, "capcal": 0.1, "capcal@na-50": 0.0, "permsc@10": 0.2}[debias]
+            orders = {"original": [v + lift for v in base]}
+            if not debias.startswith("permsc"):
+                orders["shuffled-0"] = [v - 0.1 + lift for v in base]
+            parts.append(_metrics(model, orders, debias))
+            summaries.append(pl.DataFrame({"model": [model], "dataset": ["d"], "retriever": ["bm25"],
+                                           "debias": [debias], "calls_per_query": [9.0 * (10 if "permsc" in debias else 1)],
+                                           "seconds_per_query": [0.1]}))
+    table = paper.capcal(pl.concat(parts), pl.concat(summaries))
+    rows = {r["method"]: r for r in table.data.iter_rows(named=True)}
+    assert set(table.data["model"]) == {"m"} and sorted(rows) == ["capcal", "capcal@na-50", "permsc@10"]
+    assert rows["capcal"]["ndcg10_original_method"] == pytest.approx(rows["capcal"]["ndcg10_original"] + 0.1)
+    assert rows["capcal@na-50"]["ndcg10_shuffled_method"] == pytest.approx(rows["capcal@na-50"]["ndcg10_shuffled"])
+    assert math.isnan(rows["permsc@10"]["ndcg10_shuffled_method"]) and rows["permsc@10"]["calls_per_query_method"] == 90
+    assert rows["capcal"]["p_holm"] < 0.05 and "capcal@na-50: CapCal (content-agnostic calibration), variant na-50" in table.notes
 
 
 def test_versus_baselines_tests_each_baseline_against_the_reference_with_holm():

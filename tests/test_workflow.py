@@ -65,10 +65,15 @@ def test_default_workflow_end_to_end(workdir, shared_data):
     assert set(summary["model"]) == {"toy-first-s1", "toy-first-s2", "toy-debiasfirst-s1", "toy-debiasfirst-s2",
                                      "tiny-gen", "sim-linear", "tiny-ocsft", "tiny-single-order", "sim-grades"}
     sim = {r["debias"]: r for r in summary.filter((pl.col("model") == "sim-linear") & (pl.col("dataset") == "dl19")).to_dicts()}
-    assert set(sim) == {"none", "permsc@3", "capcal", "bsc@3"}
+    assert set(sim) == {"none", "permsc@3", "capcal", "capcal@exact", "bsc@3"}
     assert sim["none"]["queries"] == 43 and sim["none"]["shuffles"] == 3
     assert sim["none"]["tau_psi"] > 0.01  # a linear positional prior makes the ranking order-sensitive ...
     assert sim["none"]["curve_first"] > sim["none"]["curve_last"]  # ... and favours early positions
+    # CapCal with alpha = 1 inverts the probability-space bias exactly: a flat position curve, the same
+    # quality in every order, better than uncalibrated; one content-free prior, no extra call per window
+    exact = sim["capcal@exact"]
+    assert exact["curve_spread"] == 0.0 and exact["ndcg10_original"] == pytest.approx(exact["ndcg10_shuffled_mean"])
+    assert exact["ndcg10_original"] > sim["none"]["ndcg10_original"] and exact["calls_per_query"] == sim["none"]["calls_per_query"]
     # BSC: averaging 3 views lowers the sensitivity, at 3x the calls (permsc-window@K: tests/test_permuted_eval.py)
     assert sim["bsc@3"]["tau_psi"] < sim["none"]["tau_psi"]
     assert sim["bsc@3"]["calls_per_query"] == pytest.approx(3 * sim["none"]["calls_per_query"])
@@ -120,6 +125,8 @@ def test_default_workflow_end_to_end(workdir, shared_data):
         assert (workdir / "results" / "figures" / f"{name}.png").stat().st_size > 10_000
         assert (workdir / "results" / "figures" / f"{name}.pdf").read_bytes()[:5] == b"%PDF-"
     assert "\\toprule" in (workdir / "results" / "tables" / "capcal.tex").read_text()
+    capcal = {r["method"]: r for r in pl.read_csv(workdir / "results" / "tables" / "capcal.csv").to_dicts()}
+    assert set(capcal) == {"capcal", "capcal@exact", "permsc@3"}  # every CapCal variant, PermSC the comparison
     t1 = {r["model"]: r for r in pl.read_csv(workdir / "results" / "tables" / "original_vs_shuffled.csv").to_dicts()}
     assert {"toy-first", "toy-debiasfirst", "sim-linear"} <= set(t1) and t1["toy-first"]["seeds"] == 2
     t2 = pl.read_csv(workdir / "results" / "tables" / "retrievers.csv").filter(pl.col("dataset") == "synthetic")
@@ -232,6 +239,15 @@ def test_paper_preset_plans_the_whole_dag(workdir):
     assert counts["index"] == 3  # only the MS MARCO Contriever indexes: every other first stage is prebuilt
     assert counts["rerank"] > 400 and counts["rerank_tables"] == 1
     assert counts["paper_table"] == 6 and counts["paper_figure"] == 3  # every paper table and figure
+
+
+def test_capcal_paper_preset_plans_the_whole_dag(workdir):
+    counts = _planned(workdir, "capcal")
+    assert counts["train"] == 1  # the permutation-augmented fine-tuned model
+    assert counts["permsc_lists"] == 29  # PermSC@10, the comparison, on every experiment
+    # 29 experiments x 11 orders: 6 sweep the placeholder (none, capcal, 5 variants), 23 compare (none, capcal)
+    assert counts["rerank"] == 11 * (6 * 7 + 23 * 2)
+    assert counts["paper_table"] == 6 and counts["retrieve"] == 7
 
 
 def test_ocsft_paper_preset_plans_the_whole_dag(workdir):

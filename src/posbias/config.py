@@ -253,6 +253,10 @@ def check_experiments(config: dict) -> None:
                     spec = debiasing.parse(name)
                 except ValueError as exc:
                     raise ValueError(f"config: {where}.{key}: {exc}") from None
+                variants = debiasing.options(config["reranking"])["variants"]
+                if spec.variant is not None and spec.variant not in variants:
+                    raise ValueError(f"config: {where}.{key}: {name} names no variant in reranking.capcal.variants "
+                                     f"({', '.join(variants) or 'none defined'}); define it there")
                 if spec.level == "list":
                     missing = [o for o in list_inputs(name) if o not in orders_of(config, e)]
                     if key == "position_debias":
@@ -381,6 +385,9 @@ def _register(config: dict, name: str, run: dict) -> None:
             raise ValueError(f"{where}.data {run['data']!r} is not a datasets entry")
         if config["ocsft"]["retriever"] not in dataset_retrievers(config, run["data"]):
             raise ValueError(f"{where}: ocsft.retriever {config['ocsft']['retriever']!r} is not run on {run['data']!r}")
+    elif base.get("identifiers", "letters") != "letters":
+        raise ValueError(f"{where}.base_model {run['base_model']!r} uses {base['identifiers']} identifiers; listwise "
+                         "training reads one letter token per passage ([A] … [T]): set its identifiers to letters")
     elif run["data"] not in listwise_datasets(config):
         raise ValueError(f"{where}.data {run['data']!r} has no listwise training instances "
                          "(use a `listwise` dataset or a synthetic `train` split)")
@@ -389,7 +396,8 @@ def _register(config: dict, name: str, run: dict) -> None:
     if name in config["models"]:
         raise ValueError(f"{where}: the name is already a models entry; trained models need their own names")
     config["models"][name] = {**{k: base[k] for k in ("dtype", "max_context", "attn_implementation",
-                                                     "trust_remote_code", "batch_size", "grade_window", "prompt") if k in base},
+                                                     "trust_remote_code", "batch_size", "grade_window", "prompt", "identifiers")
+                                 if k in base},
                               "kind": "causal_lm", "mode": base["mode"], "path": f"results/models/{name}",
                               "trained": True}
 

@@ -1,7 +1,9 @@
 """Inference-time debiasing methods: the one registry behind the ``debias`` wildcard.
 
 A ``debias`` value is a method name, with ``@K`` for the methods that take a number of views
-(``none``, ``capcal``, ``permsc@K``, ``permsc-window@K``, ``bsc@K``). The wildcard constraints,
+(``none``, ``capcal``, ``permsc@K``, ``permsc-window@K``, ``bsc@K``) and an optional ``@NAME`` for
+those with named variants (``capcal@NAME``: the content-free placeholder, its length and α of
+``reranking.capcal.variants.NAME``, to sweep them). The wildcard constraints,
 the config checks, the table labels and the reranking jobs all read :data:`METHODS`; nothing else
 lists these names.
 
@@ -20,6 +22,7 @@ reranker, e.g. in :mod:`posbias.rerankers.debiased`) and register a :class:`Debi
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -28,8 +31,9 @@ from dataclasses import dataclass
 class DebiasMethod:
     """One inference-time debiasing method.
 
-    ``build(base, k, seed, options)`` wraps a reranker (``k`` is None for methods without ``@K``);
+    ``build(base, spec, seed, options)`` wraps a reranker (``spec`` the parsed :class:`DebiasSpec`);
     ``options`` are the config's ``reranking.permsc_aggregation`` and ``reranking.capcal`` keys.
+    ``takes_k``: the value is ``name@K``; ``takes_variant``: ``name`` or ``name@VARIANT``.
     ``level``: ``window`` (a wrapper; None: the base reranker itself) or ``list`` (combines the
     experiment's reranked shuffled lists; no wrapper).
     """
@@ -39,26 +43,35 @@ class DebiasMethod:
     label: str
     build: Callable | None
     level: str = "window"
+    takes_variant: bool = False
 
 
 def _permutation(average_scores: bool) -> Callable:
-    def build(base, k, seed, options):
+    def build(base, spec, seed, options):
         from posbias.rerankers.debiased import PermutationDebiased
 
-        return PermutationDebiased(base, k, seed, options["aggregation"], average_scores)
+        return PermutationDebiased(base, spec.k, seed, options["aggregation"], average_scores)
 
     return build
 
 
-def _capcal(base, k, seed, options):
+def _capcal(base, spec, seed, options):
     from posbias.rerankers.debiased import CapCalDebiased
 
-    return CapCalDebiased(base, options["alpha"], options["c"], options["alpha_max"], options["placeholder"])
+    alpha = options["variants"][spec.variant].get("alpha", options["alpha"]) if spec.variant else options["alpha"]
+    return CapCalDebiased(base, alpha, options["c"], options["alpha_max"], placeholder(options, spec.variant))
+
+
+def placeholder(options: dict, variant: str | None) -> str:
+    """The text that replaces every passage in CapCal's content-free prompt: the placeholder of
+    ``variant`` (or of the CapCal settings themselves) repeated ``placeholder_length`` times."""
+    chosen = options if variant is None else options["variants"][variant]
+    return " ".join([chosen["placeholder"]] * chosen["placeholder_length"])
 
 
 METHODS: dict[str, DebiasMethod] = {m.name: m for m in (
     DebiasMethod("none", False, "no debiasing", None),
-    DebiasMethod("capcal", False, "CapCal (content-agnostic calibration)", _capcal),
+    DebiasMethod("capcal", False, "CapCal (content-agnostic calibration){variant}", _capcal, takes_variant=True),
     DebiasMethod("permsc", True, "PermSC@{k} (the {k} reranked shuffled lists aggregated)", None, level="list"),
     DebiasMethod("permsc-window", True, "PermSC-window@{k} ({k} shuffles of each window aggregated)",
                  _permutation(average_scores=False)),
@@ -66,14 +79,18 @@ METHODS: dict[str, DebiasMethod] = {m.name: m for m in (
 )}
 
 
+VARIANT = "[a-z][a-z0-9_-]*"  # a variant name starts with a letter, so it never reads as K
+
+
 def pattern(level: str | None = None) -> str:
     """The regular expression of the ``debias`` values of one level (None: all)."""
-    return "|".join(f"{n}@[1-9]\\d*" if m.takes_k else n for n, m in METHODS.items()
-                    if level is None or m.level == level)
+    return "|".join(f"{n}@[1-9]\\d*" if m.takes_k else f"{n}(?:@{VARIANT})?" if m.takes_variant else n
+                    for n, m in METHODS.items() if level is None or m.level == level)
 
 
 PATTERN = pattern()
-GRAMMAR = ", ".join(f"{n}@K" if m.takes_k else n for n, m in METHODS.items())
+GRAMMAR = ", ".join(f"{n}@K" if m.takes_k else f"{n}[@VARIANT]" if m.takes_variant else n
+                    for n, m in METHODS.items())
 
 
 @dataclass(frozen=True)
@@ -82,13 +99,15 @@ class DebiasSpec:
 
     method: str
     k: int | None = None
+    variant: str | None = None
 
     def __str__(self) -> str:
-        return self.method if self.k is None else f"{self.method}@{self.k}"
+        arg = self.k if self.k is not None else self.variant
+        return self.method if arg is None else f"{self.method}@{arg}"
 
     @property
     def label(self) -> str:
-        return METHODS[self.method].label.format(k=self.k)
+        return METHODS[self.method].label.format(k=self.k, variant=f", variant {self.variant}" if self.variant else "")
 
     @property
     def level(self) -> str:
@@ -97,11 +116,14 @@ class DebiasSpec:
 
 def parse(name: str) -> DebiasSpec:
     """The :class:`DebiasSpec` of a ``debias`` value; ValueError naming the grammar otherwise."""
-    method, at, k = name.partition("@")
+    method, at, arg = name.partition("@")
     entry = METHODS.get(method)
-    if entry is None or entry.takes_k != bool(at) or (at and not (k.isascii() and k.isdigit() and int(k) >= 1)):
-        raise ValueError(f"debias {name!r}: expected one of {GRAMMAR} (K ≥ 1)")
-    return DebiasSpec(method, int(k) if at else None)
+    if entry is not None and entry.takes_variant and (not at or re.fullmatch(VARIANT, arg)):
+        return DebiasSpec(method, variant=arg or None)
+    if entry is None or entry.takes_k != bool(at) or (at and not (arg.isascii() and arg.isdigit() and int(arg) >= 1)):
+        raise ValueError(f"debias {name!r}: expected one of {GRAMMAR} (K ≥ 1, VARIANT a name in "
+                         "reranking.capcal.variants)")
+    return DebiasSpec(method, int(arg) if at else None)
 
 
 def options(reranking: dict) -> dict:
@@ -116,4 +138,4 @@ def wrap(base, name: str, seed: int, settings: dict):
     if spec.level != "window":
         raise ValueError(f"debias {name!r} combines reranked lists (posbias.permsc); it does not wrap a reranker")
     build = METHODS[spec.method].build
-    return base if build is None else build(base, spec.k, seed, settings)
+    return base if build is None else build(base, spec, seed, settings)

@@ -25,22 +25,29 @@ from dataclasses import dataclass
 
 SYSTEM = "You are RankLLM, an intelligent assistant that can rank passages based on their relevancy to the query."
 IDENTIFIERS = tuple(string.ascii_uppercase[:20])  # [A] … [T], as in FIRST
+# A model's ``identifiers``: letters [A] … [T] (FIRST, RankZephyr with --use_alpha) or numbers [1] … [20]
+# (RankGPT, RankVicuna); the word the instruction uses for them.
+IDENTIFIER_STYLES = {"letters": (IDENTIFIERS, "alphabetical"),
+                     "numbers": (tuple(str(i) for i in range(1, 21)), "numerical")}
 
 
-def identifiers(n: int) -> list[str]:
-    if n > len(IDENTIFIERS):
+def identifiers(n: int, style: str = "letters") -> list[str]:
+    """The first ``n`` identifiers of ``style`` (a key of :data:`IDENTIFIER_STYLES`)."""
+    ids = IDENTIFIER_STYLES[style][0]
+    if n > len(ids):
         raise ValueError(
-            f"a window of {n} passages needs more identifiers than the {len(IDENTIFIERS)} letters [A]…[T]; "
-            f"set reranking.window to at most {len(IDENTIFIERS)}"
+            f"a window of {n} passages needs more identifiers than the {len(ids)} {style} {ids[0]}…{ids[-1]}; "
+            f"set reranking.window to at most {len(ids)}"
         )
-    return list(IDENTIFIERS[:n])
+    return list(ids[:n])
 
 
-def user_message(query: str, passages: list[str]) -> str:
-    ids = identifiers(len(passages))
+def user_message(query: str, passages: list[str], style: str = "letters") -> str:
+    """The RankZephyr / FIRST user turn with ``style`` identifiers."""
+    ids = identifiers(len(passages), style)
     n = len(passages)
     head = (
-        f"I will provide you with {n} passages, each indicated by a alphabetical identifier []. "
+        f"I will provide you with {n} passages, each indicated by a {IDENTIFIER_STYLES[style][1]} identifier []. "
         f"Rank the passages based on their relevance to the search query: {query}.\n\n"
     )
     body = "".join(f"[{i}] {text}\n" for i, text in zip(ids, passages))
@@ -67,9 +74,9 @@ def grades_message(query: str, passages: list[str]) -> str:
     )
 
 
-def compact_text(query: str, passages: list[str]) -> str:
+def compact_text(query: str, passages: list[str], style: str = "letters") -> str:
     """The ``compact`` listwise prompt (see the module docstring); no chat template, no system turn."""
-    ids = identifiers(len(passages))
+    ids = identifiers(len(passages), style)
     body = " ".join(f"{text} [{i}]" for i, text in zip(ids, passages))
     return f"query : {query} {body} query : {query} answer : "
 
@@ -93,12 +100,13 @@ class Prompt:
 
 
 def render(tokenizer, query: str, passages: list[str], word_budget: int, max_tokens: int | None = None,
-           answer_prefix: str = "", message=user_message, style: str = "rankzephyr") -> Prompt:
+           answer_prefix: str = "", message=user_message, style: str = "rankzephyr",
+           id_style: str = "letters") -> Prompt:
     """The full prompt text up to the assistant's answer (plus ``answer_prefix``), fitted to ``max_tokens``.
 
-    ``message(query, passages)`` writes the user turn: :func:`user_message` (listwise ranking) or
-    :func:`grades_message` (batched pointwise grading). ``style="compact"`` writes :func:`compact_text`
-    instead (listwise only).
+    ``message(query, passages)`` writes the user turn: :func:`user_message` (listwise ranking, with
+    ``id_style`` identifiers) or :func:`grades_message` (batched pointwise grading). ``style="compact"``
+    writes :func:`compact_text` instead (listwise only).
     """
     if style not in PROMPT_STYLES:
         raise ValueError(f"prompt style {style!r}: use one of {', '.join(PROMPT_STYLES)}")
@@ -108,15 +116,16 @@ def render(tokenizer, query: str, passages: list[str], word_budget: int, max_tok
     while True:
         cut = [truncate_words(p, budget) for p in passages]
         shown = [c[0] for c in cut]
+        user = message(query, shown, id_style) if message is user_message else message(query, shown)
         if style == "compact":
-            text = compact_text(query, shown)
+            text = compact_text(query, shown, id_style)
         elif getattr(tokenizer, "chat_template", None):
             text = tokenizer.apply_chat_template(
-                [{"role": "system", "content": SYSTEM}, {"role": "user", "content": message(query, shown)}],
-                tokenize=False, add_generation_prompt=True,
-            )
+                [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}],
+                tokenize=False, add_generation_prompt=True, enable_thinking=False,
+            )  # enable_thinking: Qwen3's template then answers at once (an empty think block); others ignore it
         else:
-            text = f"{SYSTEM}\n\n{message(query, shown)}\n\n"
+            text = f"{SYSTEM}\n\n{user}\n\n"
         text += answer_prefix
         ids = tokenizer(text, add_special_tokens=True)["input_ids"] if max_tokens else None
         if not max_tokens or len(ids) <= max_tokens or budget <= 1:

@@ -4,18 +4,21 @@ One forward pass per window: the prompt ends with the assistant's opening ``[``,
 the next token over the identifier tokens [A] … give one score per passage; sorting them gives the
 ranking. Only the last position's logits are computed (``logits_to_keep=1``). The per-passage
 scores are kept, because calibration methods (CapCal, BSC) need them.
+
+With numeric identifiers (``identifiers: numbers``, [1] … [20]) an identifier may span several
+tokens; its score is then the log-probability of its whole path (:func:`posbias.rerankers.lm.identifier_scores`),
+at one extra forward pass per shared prefix.
 """
 
 from __future__ import annotations
 
-from posbias.prompts import render
+from posbias.prompts import IDENTIFIERS, render
 from posbias.rerankers.base import Reranker, Window, WindowResult, by_score
 from posbias.rerankers.lm import (
     LMSpec,
-    batches_by_length,
-    identifier_token_ids,
+    identifier_paths,
+    identifier_scores,
     load,
-    pad_left,
 )
 
 
@@ -26,13 +29,14 @@ class FirstReranker(Reranker):
         super().__init__()
         self.spec = spec
         self.tokenizer, self.model = load(spec)
-        self.id_tokens = identifier_token_ids(self.tokenizer)
+        self.paths = identifier_paths(self.tokenizer, spec.identifiers, len(IDENTIFIERS))
         self.stats = {"forward_passes": 0, "prompt_tokens": 0, "truncated_passages": 0}
         self._prior_cache: dict[tuple[str, int, str], list[float]] = {}
 
     def encode(self, window: Window) -> list[int]:
         prompt = render(self.tokenizer, window.query, window.texts, self.spec.word_budget,
-                        self.spec.max_context, answer_prefix="[", style=self.spec.prompt)
+                        self.spec.max_context, answer_prefix="[", style=self.spec.prompt,
+                        id_style=self.spec.identifiers)
         self.stats["truncated_passages"] += prompt.truncated
         return prompt.input_ids or self.tokenizer(prompt.text, add_special_tokens=True)["input_ids"]
 
@@ -50,42 +54,34 @@ class FirstReranker(Reranker):
         if missing:
             empty = [Window("", q, [""] * n, [placeholder] * n) for q, n in missing]
             encoded_empty = [self.encode(w) for w in empty]
-            logits = self.identifier_logits(encoded_empty, [n for _, n in missing])
-            for (q, n), row, enc in zip(missing, logits, encoded_empty):
+            logits, costs = self.identifier_logits(encoded_empty, [n for _, n in missing])
+            for (q, n), row, cost in zip(missing, logits, costs):
                 self._prior_cache[(q, n, placeholder)] = row
-                prior_cost[(q, n)] = len(enc)
+                prior_cost[(q, n)] = cost
 
         def softmax(x):
             e = np.exp(np.asarray(x) - np.max(x))
             return (e / e.sum()).tolist()
 
         encoded = [self.encode(w) for w in windows]
-        real = self.identifier_logits(encoded, [len(w.doc_ids) for w in windows])
+        real, costs = self.identifier_logits(encoded, [len(w.doc_ids) for w in windows])
         out = []
-        for r, w, enc in zip(real, windows, encoded):
-            extra = prior_cost.pop((w.query, len(w.doc_ids)), None)
-            cost = {"calls": 1 + (extra is not None), "prompt_tokens": len(enc) + (extra or 0)}
+        for r, w, (calls, tokens) in zip(real, windows, costs):
+            extra_calls, extra_tokens = prior_cost.pop((w.query, len(w.doc_ids)), (0, 0))
+            cost = {"calls": calls + extra_calls, "prompt_tokens": tokens + extra_tokens}
             out.append((softmax(r), softmax(self._prior_cache[(w.query, len(w.doc_ids), placeholder)]), cost))
         return out
 
-    def identifier_logits(self, encoded: list[list[int]], counts: list[int]) -> list[list[float]]:
-        """Logits of the first answer token over each row's identifiers (row i has counts[i] passages)."""
-        import torch
-
-        out: list[list[float]] = [[] for _ in encoded]
-        with torch.inference_mode():
-            for batch in batches_by_length(encoded, self.spec.batch_size):
-                ids, mask, positions = pad_left(self.tokenizer, [encoded[i] for i in batch], self.spec.device)
-                logits = self.model(input_ids=ids, attention_mask=mask, position_ids=positions,
-                                    logits_to_keep=1).logits[:, -1, :].float()
-                self.stats["forward_passes"] += 1
-                self.stats["prompt_tokens"] += int(mask.sum())
-                for row, i in enumerate(batch):
-                    out[i] = logits[row, self.id_tokens[: counts[i]]].tolist()
-        return out
+    def identifier_logits(self, encoded: list[list[int]], counts: list[int]) -> tuple[list[list[float]], list]:
+        """Scores of each row's identifiers (row i has counts[i] passages), and each row's (calls, tokens)."""
+        scores, costs = identifier_scores(self.model, self.tokenizer, encoded, [self.paths[:n] for n in counts],
+                                          self.spec.batch_size, self.spec.device)
+        self.stats["forward_passes"] += sum(c for c, _ in costs)
+        self.stats["prompt_tokens"] += sum(t for _, t in costs)
+        return scores, costs
 
     def rank(self, windows: list[Window]) -> list[WindowResult]:
         encoded = [self.encode(w) for w in windows]
-        scores = self.identifier_logits(encoded, [len(w.doc_ids) for w in windows])
-        return [WindowResult(order=by_score(s), scores=s,
-                             stats={"calls": 1, "prompt_tokens": len(enc)}) for s, enc in zip(scores, encoded)]
+        scores, costs = self.identifier_logits(encoded, [len(w.doc_ids) for w in windows])
+        return [WindowResult(order=by_score(s), scores=s, stats={"calls": calls, "prompt_tokens": tokens})
+                for s, (calls, tokens) in zip(scores, costs)]

@@ -9,22 +9,23 @@ from __future__ import annotations
 
 import re
 
-from posbias.prompts import identifiers, render
+from posbias.prompts import IDENTIFIERS, identifiers, render
 from posbias.rerankers.base import Reranker, Window, WindowResult
 from posbias.rerankers.lm import (
     LMSpec,
     batches_by_length,
-    identifier_token_ids,
+    identifier_paths,
+    identifier_scores,
     load,
     pad_left,
 )
 
-_ID = re.compile(r"\[\s*([A-Z])\s*\]")  # word-level tokenizers decode "[ A ]"
+_ID = re.compile(r"\[\s*([A-Z]|\d+)\s*\]")  # word-level tokenizers decode "[ A ]"
 
 
-def parse_ranking(text: str, n: int) -> tuple[list[int], int]:
-    """Indices best first, and how many of the n identifiers were missing from ``text``."""
-    valid = {letter: i for i, letter in enumerate(identifiers(n))}
+def parse_ranking(text: str, n: int, style: str = "letters") -> tuple[list[int], int]:
+    """Indices best first, and how many of the n ``style`` identifiers were missing from ``text``."""
+    valid = {ident: i for i, ident in enumerate(identifiers(n, style))}
     order: list[int] = []
     for letter in _ID.findall(text):
         idx = valid.get(letter)
@@ -42,6 +43,7 @@ class GenerationReranker(Reranker):
         super().__init__()
         self.spec = spec
         self.tokenizer, self.model = load(spec)
+        self.paths = identifier_paths(self.tokenizer, spec.identifiers, len(IDENTIFIERS))
         self.stats = {"forward_passes": 0, "prompt_tokens": 0, "generated_tokens": 0, "parse_failures": 0,
                       "missing_ids": 0, "truncated_passages": 0}
 
@@ -51,7 +53,7 @@ class GenerationReranker(Reranker):
         encoded = []
         for w in windows:
             prompt = render(self.tokenizer, w.query, w.texts, self.spec.word_budget, self.spec.max_context,
-                            style=self.spec.prompt)
+                            style=self.spec.prompt, id_style=self.spec.identifiers)
             self.stats["truncated_passages"] += prompt.truncated
             encoded.append(prompt.input_ids or self.tokenizer(prompt.text, add_special_tokens=True)["input_ids"])
         texts: list[str] = [""] * len(windows)
@@ -71,7 +73,7 @@ class GenerationReranker(Reranker):
                     steps[i] = int((new[row] != self.tokenizer.pad_token_id).sum())
         results = []
         for w, text, enc, n_steps in zip(windows, texts, encoded, steps):
-            order, missing = parse_ranking(text, len(w.doc_ids))
+            order, missing = parse_ranking(text, len(w.doc_ids), self.spec.identifiers)
             failed = int(missing == len(w.doc_ids))
             self.stats["parse_failures"] += failed
             self.stats["missing_ids"] += missing
@@ -86,37 +88,33 @@ class GenerationReranker(Reranker):
         content-free prompt (passages replaced by ``placeholder``), each renormalised over the
         passages still to place and with the same answer prefix; ``calibrate(p_real, p_empty)``
         gives the scores and the best remaining passage is emitted. Costs 2 forward passes per
-        emitted identifier (no KV cache reuse: the prefix grows by a few tokens per step).
+        emitted identifier, plus one per shared prefix of multi-token identifiers (no KV cache reuse:
+        the prefix grows by a few tokens per step).
         """
         import numpy as np
-        import torch
+        from scipy.special import softmax
 
-        id_tokens = identifier_token_ids(self.tokenizer)
         results = []
         for w in windows:
             n = len(w.doc_ids)
-            letters = identifiers(n)
-            real = render(self.tokenizer, w.query, w.texts, self.spec.word_budget, self.spec.max_context, "[",
-                          style=self.spec.prompt)
-            empty = render(self.tokenizer, w.query, [placeholder] * n, self.spec.word_budget,
-                           self.spec.max_context, "[", style=self.spec.prompt)
+            ids = identifiers(n, self.spec.identifiers)
+            real, empty = (render(self.tokenizer, w.query, texts, self.spec.word_budget, self.spec.max_context, "[",
+                                  style=self.spec.prompt, id_style=self.spec.identifiers)
+                           for texts in (w.texts, [placeholder] * n))
             self.stats["truncated_passages"] += real.truncated
             texts = [real.text, empty.text]
-            remaining, chosen, tokens = list(range(n)), [], 0
-            with torch.inference_mode():
-                while remaining:
-                    rows = [self.tokenizer(t, add_special_tokens=True)["input_ids"] for t in texts]
-                    ids, mask, pos = pad_left(self.tokenizer, rows, self.spec.device)
-                    logits = self.model(input_ids=ids, attention_mask=mask, position_ids=pos,
-                                        logits_to_keep=1).logits[:, -1, :].float()
-                    self.stats["forward_passes"] += 2
-                    self.stats["prompt_tokens"] += int(mask.sum())
-                    tokens += int(mask.sum())
-                    cand = logits[:, [id_tokens[i] for i in remaining]]
-                    probs = torch.softmax(cand, dim=-1).cpu().numpy()
-                    best = remaining[int(np.argmax(calibrate(probs[0], probs[1])))]
-                    chosen.append(best)
-                    remaining.remove(best)
-                    texts = [t + f"{letters[best]}] > [" for t in texts]
-            results.append(WindowResult(order=chosen, stats={"calls": 2 * n, "prompt_tokens": tokens}))
+            remaining, chosen, calls, tokens = list(range(n)), [], 0, 0
+            while remaining:
+                rows = [self.tokenizer(t, add_special_tokens=True)["input_ids"] for t in texts]
+                scores, costs = identifier_scores(self.model, self.tokenizer, rows,
+                                                  [[self.paths[i] for i in remaining]] * 2, 2, self.spec.device)
+                calls += sum(c for c, _ in costs)
+                tokens += sum(t for _, t in costs)
+                best = remaining[int(np.argmax(calibrate(softmax(scores[0]), softmax(scores[1]))))]
+                chosen.append(best)
+                remaining.remove(best)
+                texts = [t + f"{ids[best]}] > [" for t in texts]
+            self.stats["forward_passes"] += calls
+            self.stats["prompt_tokens"] += tokens
+            results.append(WindowResult(order=chosen, stats={"calls": calls, "prompt_tokens": tokens}))
         return results
