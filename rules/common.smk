@@ -10,6 +10,10 @@ from posbias import debiasing, methods, orders, paper
 from posbias.models import resolve as resolve_model
 
 try:
+    pbconfig.check_duplicate_keys(workflow.configfiles)
+except ValueError as exc:
+    raise WorkflowError(str(exc)) from None
+try:
     validate(config, "../config/schema.yaml")
 except WorkflowError:
     raise WorkflowError(pbconfig.explain_config(config, pbconfig.schema())) from None
@@ -17,6 +21,7 @@ for skipped in pbconfig.drop_unavailable(config):
     print(f"posbias: dataset {skipped!r} is optional and its files are missing; skipped", file=sys.stderr)
 try:
     pbconfig.check_grid(config)
+    pbconfig.check_settings(config)
     pbconfig.expand_seeds(config)
     pbconfig.register_trained_models(config)
     pbconfig.check_experiments(config)

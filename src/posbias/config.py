@@ -175,6 +175,65 @@ def check_grid(config: dict) -> None:
 _FILE_KEYS = ("path", "topics", "qrels", "corpus")
 
 
+def check_duplicate_keys(paths) -> None:
+    """A key written twice in one mapping of a YAML config file is an error (PyYAML keeps the last one
+    silently); ValueError naming the file, both lines and the key."""
+    import yaml
+
+    class Strict(yaml.SafeLoader):
+        def construct_mapping(self, node, deep=False):
+            seen: dict = {}
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                if key in seen:
+                    raise ValueError(f"config: {self.name}:{key_node.start_mark.line + 1}: key {key!r} appears twice "
+                                     f"in one mapping (first at line {seen[key]}); the last one would silently win: "
+                                     "keep one")
+                seen[key] = key_node.start_mark.line + 1
+            return super().construct_mapping(node, deep=deep)
+
+    for path in paths:
+        with open(path, encoding="utf-8") as handle:
+            yaml.load(handle, Loader=Strict)  # noqa: S506 (a SafeLoader subclass)
+
+
+def check_settings(config: dict) -> None:
+    """Mistakes the config alone shows, beyond what the schema can say; ValueError with one line."""
+    rr = config["reranking"]
+    if rr["step"] > rr["window"]:
+        raise ValueError(f"config: reranking.step {rr['step']} is larger than reranking.window {rr['window']}: "
+                         "passages between two windows would never be compared; set step ≤ window")
+    import ir_measures
+
+    for measure in config["evaluation"]["measures"]:
+        try:
+            ir_measures.parse_measure(measure)
+        except (ValueError, NameError, SyntaxError, TypeError, AttributeError):
+            raise ValueError(f"config: evaluation.measures: {measure!r} is not an ir_measures measure; write it "
+                             "as ir_measures does, e.g. nDCG@10, R@100, AP(rel=2)") from None
+    for name, spec in config["models"].items():
+        path = spec.get("path", "")
+        built = Path(path).expanduser().resolve().is_relative_to(Path("results/models").resolve())
+        if path.startswith((".", "/", "~")) and not built and not Path(path).expanduser().is_dir():
+            raise ValueError(f"config: models.{name}.path {path}: no such local model folder; fix the path (a hub "
+                             "id has no leading ./ or /)")
+        train_on = spec.get("tiny", {}).get("train_on")
+        if spec.get("build") and train_on and train_on not in config["datasets"]:
+            raise ValueError(f"config: models.{name}.tiny.train_on {train_on!r} is not a datasets entry; "
+                             f"use one of {', '.join(config['datasets'])}")
+    prop = config.get("propensity", {})
+    retriever = config["retrievers"].get(prop.get("retriever", ""))
+    if prop.get("model") and retriever and prop["k"] > retriever["depth"]:
+        raise ValueError(f"config: propensity.k {prop['k']} is above the depth {retriever['depth']} of retriever "
+                         f"{prop['retriever']!r}; lower propensity.k or raise retrievers.{prop['retriever']}.depth")
+    for i, e in enumerate(rr["experiments"]):
+        depth = e.get("depth", rr["depth"])
+        positions = [int(o.split("-")[1]) for o in orders_of(config, e) if o.startswith("position-")]
+        if positions and max(positions) > depth:
+            raise ValueError(f"config: reranking.experiments[{i}] asks for position-{max(positions)} but reranks "
+                             f"only the top {depth}; drop that order or raise the experiment's depth")
+
+
 def drop_unavailable(config: dict) -> list[str]:
     """Remove ``optional`` datasets whose local files are missing (and experiments on them); return their names."""
     dropped = []

@@ -14,15 +14,24 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from posbias.errors import PosbiasError
+
 
 @contextlib.contextmanager
 def logged(log_path: str | os.PathLike, name: str) -> Iterator[logging.Logger]:
-    """Redirect fds 1 and 2 to ``log_path`` for the duration, and yield a configured logger."""
+    """Redirect fds 1 and 2 to ``log_path`` for the duration, and yield a configured logger.
+
+    A job that fails writes its full traceback to the log and one line to the console: the
+    :class:`~posbias.errors.PosbiasError` message (which names the file, key or line and the fix), or
+    the exception's type and message for anything else; then it exits with status 1, and Snakemake
+    removes the job's outputs.
+    """
     log_path = Path(log_path)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     sys.stdout.flush()
     sys.stderr.flush()
     saved = os.dup(1), os.dup(2)
+    failure: BaseException | None = None
     with open(log_path, "a", buffering=1) as handle:
         os.dup2(handle.fileno(), 1)
         os.dup2(handle.fileno(), 2)
@@ -34,9 +43,9 @@ def logged(log_path: str | os.PathLike, name: str) -> Iterator[logging.Logger]:
         try:
             yield logger
             logger.info("done in %.1f s", time.perf_counter() - start)
-        except Exception:
+        except Exception as exc:
             logger.exception("failed after %.1f s", time.perf_counter() - start)
-            raise
+            failure = exc
         finally:
             sys.stdout.flush()
             sys.stderr.flush()
@@ -44,3 +53,8 @@ def logged(log_path: str | os.PathLike, name: str) -> Iterator[logging.Logger]:
             os.dup2(saved[1], 2)
             os.close(saved[0])
             os.close(saved[1])
+    if failure is not None:
+        what = str(failure) if isinstance(failure, PosbiasError) else f"{type(failure).__name__}: {failure}"
+        print(f"posbias: {name}: {what.splitlines()[0] if what else type(failure).__name__} "
+              f"(traceback in {log_path})", file=sys.stderr, flush=True)
+        raise SystemExit(1)

@@ -8,12 +8,14 @@ smallest representable step (``numpy.nextafter``), so that every tool that re-so
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 
+from posbias import textfiles
 from posbias.errors import PosbiasError
 
 
@@ -71,27 +73,26 @@ def read_trec(path: str | os.PathLike) -> pl.DataFrame:
     if not path.is_file():
         raise PosbiasError(f"{path}: TREC run file not found; check the `path` of this run in the config")
     qids, dids, scores = [], [], []
-    with open(path) as handle:
-        for lineno, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            cols = line.split()
-            if len(cols) != 6:
-                raise PosbiasError(
-                    f"{path}:{lineno}: a TREC run line needs 6 columns `qid Q0 docid rank score tag`, "
-                    f"found {len(cols)}: {line.strip()[:80]!r}"
-                )
-            try:
-                int(cols[3])
-                score = float(cols[4])
-            except ValueError:
-                raise PosbiasError(
-                    f"{path}:{lineno}: rank (column 4) must be an integer and score (column 5) a number, "
-                    f"found {cols[3]!r} and {cols[4]!r}"
-                ) from None
-            qids.append(cols[0])
-            dids.append(cols[2])
-            scores.append(score)
+    for lineno, line in textfiles.lines(path):
+        cols = line.split()
+        if len(cols) != 6:
+            raise PosbiasError(
+                f"{path}:{lineno}: a TREC run line needs 6 columns `qid Q0 docid rank score tag`, "
+                f"found {len(cols)}: {line.strip()[:80]!r}"
+            )
+        try:
+            int(cols[3])
+            score = float(cols[4])
+        except ValueError:
+            raise PosbiasError(
+                f"{path}:{lineno}: rank (column 4) must be an integer and score (column 5) a number, "
+                f"found {cols[3]!r} and {cols[4]!r}"
+            ) from None
+        if not math.isfinite(score):
+            raise PosbiasError(f"{path}:{lineno}: score {cols[4]!r} is not a finite number; fix or drop the line")
+        qids.append(cols[0])
+        dids.append(cols[2])
+        scores.append(score)
     if not qids:
         raise PosbiasError(f"{path}: the TREC run file is empty")
     return canonical(pl.DataFrame({"query_id": qids, "doc_id": dids, "score": scores}))

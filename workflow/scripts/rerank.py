@@ -8,6 +8,7 @@ from pathlib import Path
 
 from posbias import debiasing, orders, rerankers, schemas
 from posbias.data.collection import grades_by_query
+from posbias.errors import PosbiasError
 from posbias.jobs import logged
 from posbias.rerank import present_candidates, rerank
 
@@ -23,6 +24,11 @@ with logged(sm.log[0], "rerank") as log:
     )
     if shown.no_candidates:
         log.warning("%d queries have no first-stage candidates; skipped", shown.no_candidates)
+    if order.kind == "position" and shown.not_applicable and not shown.lists:
+        best = max((g for q in grades.values() for g in q.values()), default=None)
+        raise PosbiasError(f"reranking.relevant_grade {rr['relevant_grade']}: no query of {sm.wildcards.dataset} has a "
+                           f"passage graded that high in its top {rr['position_k']} (the qrels' highest grade is "
+                           f"{best}), so {order} has nothing to move; lower reranking.relevant_grade")
     if shown.not_applicable:
         log.info("%d queries have no relevant passage in the top %d; skipped for %s", shown.not_applicable,
                  rr["position_k"], order)

@@ -31,7 +31,8 @@ def load(name: str, spec: dict, seed: int, irds_home: str | None = None) -> Coll
     elif source == "beir":
         coll, where = local.load_beir(spec["path"], spec["split"], key), spec["path"]
     elif source == "trec":
-        coll, where = local.load_trec(spec["topics"], spec["qrels"], spec["corpus"], key), spec["corpus"]
+        coll = local.load_trec(spec["topics"], spec["qrels"], spec["corpus"], key)
+        where = f"{key} (topics {spec['topics']}, qrels {spec['qrels']}, corpus {spec['corpus']})"
     elif source == "imported":
         coll, where = imported.load(spec, key), key
     elif source == "listwise":

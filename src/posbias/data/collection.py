@@ -68,7 +68,8 @@ def grades_by_query(qrels: pl.DataFrame) -> dict[str, dict[str, int]]:
 
 
 def check(coll: Collection, source: str) -> Collection:
-    """Reject unusable collections; warn about and drop qrels for unknown queries.
+    """Reject unusable collections; warn about and drop qrels for unknown queries (an error when no
+    judged query is known: the qrels and topics are from different collections).
 
     ``source`` names where the data came from (a file or a dataset id) so messages can point at it.
     """
@@ -89,6 +90,12 @@ def check(coll: Collection, source: str) -> Collection:
         )
     known = set(coll.queries["query_id"].to_list())
     unknown = coll.qrels.filter(~pl.col("query_id").is_in(known))
+    if unknown.height and unknown.height == coll.qrels.height:
+        raise PosbiasError(
+            f"{source}: no query judged in the qrels is among the {len(known)} queries (e.g. qrels query "
+            f"{unknown['query_id'][0]!r}, query {sorted(known)[0] if known else None!r}); the qrels and the "
+            "topics do not belong together"
+        )
     if unknown.height:
         n_queries = unknown["query_id"].n_unique()
         log.warning(

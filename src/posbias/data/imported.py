@@ -13,15 +13,17 @@ Each run becomes retriever ``imported:<name>`` of the dataset.
 
 from __future__ import annotations
 
-import json
 import logging
+import math
 from pathlib import Path
 
 import polars as pl
 
 from posbias.data.collection import Collection, corpus_frame, qrels_frame, queries_frame
-from posbias.data.local import read_corpus, read_qrels, read_topics, require_file
+from posbias import textfiles
+from posbias.data.local import read_corpus, read_qrels, read_topics
 from posbias.errors import PosbiasError
+from posbias.textfiles import require_file
 from posbias.runs import canonical, read_trec
 
 log = logging.getLogger(__name__)
@@ -29,34 +31,39 @@ log = logging.getLogger(__name__)
 
 def read_rank_llm(path: Path) -> tuple[dict[str, str], dict[str, str], pl.DataFrame]:
     """Parse a rank_llm candidates JSON into (queries, passages, canonical run)."""
-    try:
-        records = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise PosbiasError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    records = textfiles.read_json(path)
     if not isinstance(records, list):
-        raise PosbiasError(f"{path}: expected a JSON list of {{query, hits}} records")
+        raise PosbiasError(f"{path}: expected a JSON list of {{query, hits}} records, found a {type(records).__name__}")
     queries: dict[str, str] = {}
     passages: dict[str, str] = {}
     rows: dict[str, list] = {"query_id": [], "doc_id": [], "score": []}
     no_hits = 0
     for i, rec in enumerate(records):
-        if "query" not in rec or "hits" not in rec:
+        if not isinstance(rec, dict) or "query" not in rec or "hits" not in rec:
             raise PosbiasError(f"{path}: record {i} lacks `query` or `hits`; this is not the rank_llm format")
+        if not isinstance(rec["hits"], list):
+            raise PosbiasError(f"{path}: record {i}: `hits` must be a list of hits, found a {type(rec['hits']).__name__}")
         if not rec["hits"]:
             no_hits += 1
             continue
         for j, hit in enumerate(rec["hits"]):
-            missing = [k for k in ("qid", "docid", "score", "content") if k not in hit]
+            missing = [k for k in ("qid", "docid", "score", "content") if not isinstance(hit, dict) or k not in hit]
             if missing:
                 raise PosbiasError(f"{path}: record {i} hit {j} lacks {missing}")
+            score = hit["score"]
+            if isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score):
+                raise PosbiasError(f"{path}: record {i} hit {j} (doc {hit['docid']}): score {score!r} is not a finite "
+                                   "number; fix or drop the hit")
             qid, did = str(hit["qid"]), str(hit["docid"])
             queries[qid] = rec["query"]
             passages.setdefault(did, hit["content"])
             rows["query_id"].append(qid)
             rows["doc_id"].append(did)
-            rows["score"].append(float(hit["score"]))
+            rows["score"].append(float(score))
     if no_hits:
         log.warning("%s: %d queries have no hits and carry no query id; they are skipped", path, no_hits)
+    if not rows["query_id"]:
+        raise PosbiasError(f"{path}: no record has any hits; the run is empty")
     return queries, passages, canonical(pl.DataFrame(rows))
 
 

@@ -32,8 +32,8 @@ from pathlib import Path
 import polars as pl
 
 from posbias.data.collection import Collection, corpus_frame, qrels_frame, queries_frame
-from posbias.data.local import _jsonl, require_file
 from posbias.errors import PosbiasError
+from posbias.textfiles import jsonl, require_file
 from posbias.permute import fisher_yates
 
 log = logging.getLogger(__name__)
@@ -43,6 +43,13 @@ def _instance_jsonl(rec: dict, path: Path, lineno: int) -> tuple[dict, dict[str,
     for key in ("query_id", "query", "candidates", "ranking"):
         if key not in rec:
             raise PosbiasError(f"{path}:{lineno}: a listwise instance needs `{key}`")
+    if not isinstance(rec["candidates"], list):
+        raise PosbiasError(f"{path}:{lineno}: `candidates` must be a list of {{docid, text}} objects")
+    for j, c in enumerate(rec["candidates"]):
+        missing = [k for k in ("docid", "text") if not isinstance(c, dict) or k not in c]
+        if missing:
+            raise PosbiasError(f"{path}:{lineno}: candidate {j} lacks {missing}; every candidate needs `docid` "
+                               "and `text`")
     doc_ids = [str(c["docid"]) for c in rec["candidates"]]
     ranking = [str(d) for d in rec["ranking"]]
     if sorted(ranking) != sorted(doc_ids):
@@ -135,7 +142,7 @@ def load(spec: dict, key: str, seed: int) -> Collection:
     """Load a listwise training file into a collection whose ``listwise`` table holds the instances."""
     path = require_file(spec["path"], "listwise", f"{key}.path")
     instances, rq, rd, rel, incomplete = [], [], [], [], 0
-    for lineno, rec in _jsonl(path):
+    for lineno, rec in jsonl(path):
         if spec["format"] == "jsonl":
             inst, grades = _instance_jsonl(rec, path, lineno)
         elif spec["format"] == "rank_llm":
