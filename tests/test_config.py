@@ -156,3 +156,13 @@ def test_list_level_permsc_reads_the_shuffled_lists_and_writes_one_ranking():
     assert pbconfig.orders_for({}, experiment, "permsc@3") == ["original"]
     assert pbconfig.list_inputs("permsc@3") == ["shuffled-0", "shuffled-1", "shuffled-2"]
     assert pbconfig.orders_for({}, experiment, "none") == experiment["orders"]
+
+
+def test_duplicate_yaml_keys_are_errors_and_merge_keys_are_not(tmp_path):
+    ok = tmp_path / "ok.yaml"
+    ok.write_text("a: &base {x: 1, y: 2}\nb:\n  <<: *base\n  x: 3\n")
+    pbconfig.check_duplicate_keys([ok, *sorted((REPO / "config").glob("**/*.yaml"))])
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("reranking:\n  window: 20\n  step: 10\n  window: 10\n")
+    with pytest.raises(ValueError, match=r"bad.yaml:4: key 'window' appears twice in one mapping \(first at line 2\)"):
+        pbconfig.check_duplicate_keys([bad])

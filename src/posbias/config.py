@@ -184,6 +184,8 @@ def check_duplicate_keys(paths) -> None:
         def construct_mapping(self, node, deep=False):
             seen: dict = {}
             for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue  # `<<: *anchor` merges; an explicit key after it overrides on purpose
                 key = self.construct_object(key_node, deep=deep)
                 if key in seen:
                     raise ValueError(f"config: {self.name}:{key_node.start_mark.line + 1}: key {key!r} appears twice "
