@@ -27,7 +27,7 @@ from posbias.rerank import Candidates, rerank
 from posbias.rerankers.first import FirstReranker
 from posbias.rerankers.lm import LMSpec
 
-SETTINGS = options(config.defaults("reranking"))  # the schema's PermSC and CapCal settings
+RERANKING = config.defaults("reranking")  # the schema's PermSC and CapCal settings
 WORDS = ("retrieval ranking passage query model position bias order shuffle window relevance "
          "document score listwise training evaluation collection judgement metric").split()
 
@@ -71,7 +71,7 @@ def model_costs(n_windows: int) -> None:
                              layers=5, heads=4, max_length=4096, seed=0)
 
         def timed(method: str) -> float:
-            reranker = wrap(FirstReranker(LMSpec(str(path), batch_size=8)), method, 0, SETTINGS)
+            reranker = wrap(FirstReranker(LMSpec(str(path), batch_size=8)), method, 0, options(RERANKING, method))
             rerank(reranker, lists[:2])  # warm-up (and, for CapCal, nothing cached for the timed queries)
             start = time.perf_counter()
             rerank(reranker, lists)

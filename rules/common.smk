@@ -67,7 +67,12 @@ def model_path(wildcards):
 
 
 def dataset_params(wildcards):
-    return config["datasets"][wildcards.dataset]
+    return pbconfig.data_settings(config["datasets"][wildcards.dataset])
+
+
+def dataset_files(wildcards):
+    """The dataset's local files: inputs, so editing one reruns exactly what depends on it."""
+    return pbconfig.dataset_files(config["datasets"][wildcards.dataset])
 
 
 LISTWISE_DATASETS = pbconfig.listwise_datasets(config)
@@ -134,6 +139,8 @@ def training_inputs(wildcards):
     """The train rule's inputs: listwise instances (+ omega) or silver labels with queries and corpus."""
     run = config["training"][wildcards.model]
     inputs = {"base": reranker_model_input(run["base_model"])}
+    if run["hyper"].get("deepspeed"):
+        inputs["deepspeed"] = run["hyper"]["deepspeed"]  # a config file the trainer reads
     method = methods.get(run["method"])
     if method.pointwise:
         inputs["data"] = pbconfig.silver_path(config, run)

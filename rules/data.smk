@@ -2,6 +2,8 @@
 
 
 rule prepare_dataset:
+    input:
+        dataset_files,
     output:
         corpus="results/data/{dataset}/corpus.parquet",
         queries="results/data/{dataset}/queries.parquet",
@@ -24,6 +26,8 @@ rule prepare_dataset:
 
 
 rule listwise_set:
+    input:
+        dataset_files,
     output:
         "results/data/{dataset}/listwise.parquet",
     log:

@@ -27,10 +27,10 @@ rule silver_labels:
         runtime=240,
         gpu=lambda w: model_gpus(w.teacher),
     params:
-        ocsft=config["ocsft"],
+        ocsft={k: config["ocsft"].get(k) for k in ("depth", "window", "queries")},
         model=lambda w: None if w.teacher == "qrels" else config["models"][w.teacher],
         model_path=lambda w: None if w.teacher == "qrels" else reranker_model_path(w.teacher),
-        word_budget=config["reranking"]["word_budget"],
+        word_budget=lambda w: None if w.teacher == "qrels" else config["reranking"]["word_budget"],
         seed=config["seed"],
         device=config["device"],
     script:
@@ -55,7 +55,7 @@ rule stability:
         runtime=30,
     params:
         orders=lambda w: stability_orders(w),
-        ocsft=config["ocsft"],
+        ocsft={k: config["ocsft"][k] for k in ("bsc_k", "grid_points", "presentations")},
         relevant_grade=config["reranking"]["relevant_grade"],
     script:
         "../workflow/scripts/stability.py"

@@ -20,7 +20,7 @@ rule propensity_samples:
         mem_mb=4000,
         runtime=20,
     params:
-        propensity=PROPENSITY,
+        propensity={k: PROPENSITY[k] for k in ("queries", "k", "shuffles")},
         seed=config["seed"],
     script:
         "../workflow/scripts/propensity_samples.py"

@@ -30,7 +30,7 @@ rule paper_table:
         mem_mb=2000,
         runtime=10,
     params:
-        training=config.get("training", {}),
+        training=pbconfig.training_labels(config),
         reference=config["evaluation"]["reference"],
     script:
         "../workflow/scripts/paper_table.py"
@@ -59,7 +59,7 @@ rule paper_figure:
         mem_mb=2000,
         runtime=10,
     params:
-        training=config.get("training", {}),
+        training=pbconfig.training_labels(config),
     script:
         "../workflow/scripts/paper_figure.py"
 

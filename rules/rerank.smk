@@ -29,10 +29,9 @@ rule rerank:
         runtime=240,
         gpu=lambda w: model_gpus(w.model),
     params:
-        experiment=lambda w: EXPERIMENTS[(w.model, w.dataset, w.retriever)],
+        settings=lambda w: pbconfig.rerank_settings(config, w.model, w.dataset, w.retriever, w.order, w.debias),
         model=lambda w: config["models"][w.model],
         model_path=lambda w: reranker_model_path(w.model),
-        reranking=config["reranking"],
         seed=config["seed"],
         device=config["device"],
     script:
@@ -89,7 +88,7 @@ rule rerank_summary:
         runtime=30,
     params:
         orders=lambda w: pbconfig.orders_for(config, EXPERIMENTS[(w.model, w.dataset, w.retriever)], w.debias),
-        reranking=config["reranking"],
+        position=lambda w: pbconfig.position_settings(config, w.model, w.dataset, w.retriever, w.debias),
         measures=config["evaluation"]["measures"],
         seed=config["seed"],
     script:

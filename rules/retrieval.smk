@@ -117,6 +117,7 @@ rule import_run:
     input:
         # The data stage checked that every doc of the run has a passage text.
         corpus="results/data/{dataset}/corpus.parquet",
+        run=lambda w: config["datasets"][w.dataset]["runs"][w.retriever.split(":", 1)[1]]["path"],
     output:
         run="results/runs/{dataset}/{retriever}.parquet",
         trec="results/runs/{dataset}/{retriever}.trec",

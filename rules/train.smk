@@ -84,7 +84,7 @@ rule train:
         runtime=1440,
         gpu=lambda w: config["training"][w.model]["gpus"],
     params:
-        run=lambda w: config["training"][w.model],
+        run=lambda w: pbconfig.train_settings(config, w.model),
         base_path=lambda w: reranker_model_path(config["training"][w.model]["base_model"]),
         prompt=lambda w: config["models"][config["training"][w.model]["base_model"]]["prompt"],
         word_budget=config["reranking"]["word_budget"],

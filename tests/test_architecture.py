@@ -97,10 +97,10 @@ def test_a_debias_wrapper_keeps_the_base_capabilities():
     from posbias.rerankers.simulated import SimulatedGrader
 
     grader = SimulatedGrader({}, window=7)
-    wrapped = debiasing.wrap(grader, "bsc@2", 0, debiasing.options(config.defaults("reranking")))
+    wrapped = debiasing.wrap(grader, "bsc@2", 0, debiasing.options(config.defaults("reranking"), "bsc@2"))
     assert wrapped.pointwise and wrapped.window == 7 and wrapped.stats is grader.stats
     with pytest.raises(ValueError, match="neither single-step nor sequential CapCal"):
-        debiasing.wrap(grader, "capcal", 0, debiasing.options(config.defaults("reranking")))
+        debiasing.wrap(grader, "capcal", 0, debiasing.options(config.defaults("reranking"), "capcal"))
 
 
 @pytest.mark.parametrize("name", ["none", "capcal", "capcal@na-50", "capcal@empty_1", "permsc@1", "permsc@20",

@@ -15,7 +15,11 @@ from posbias.rerankers.first import FirstReranker
 from posbias.rerankers.generation import GenerationReranker, parse_ranking
 from posbias.rerankers.lm import LMSpec, identifier_paths, identifier_token_ids
 
-SETTINGS = debiasing.options(config.defaults("reranking"))  # the schema's PermSC and CapCal settings
+DEFAULTS = config.defaults("reranking")  # the schema's PermSC and CapCal settings
+
+
+def _wrap(base, name, reranking=DEFAULTS):
+    return debiasing.wrap(base, name, 0, debiasing.options(reranking, name))
 WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau".split()
 
 
@@ -127,9 +131,9 @@ def test_cost_per_query_and_debiased_first(tiny):
     assert by_q["q1"]["windows"] == 2 and by_q["q2"]["windows"] == 1
     assert by_q["q1"]["calls"] == 2 and by_q["q1"]["prompt_tokens"] > by_q["q2"]["prompt_tokens"] > 0
     assert all(r["seconds"] > 0 for r in by_q.values())
-    _, _, psc_cost = rerank(debiasing.wrap(first, "permsc-window@3", 0, SETTINGS), lists, window=20, step=10)
+    _, _, psc_cost = rerank(_wrap(first, "permsc-window@3"), lists, window=20, step=10)
     assert psc_cost["calls"].to_list() == [6, 3]
-    capcal = debiasing.wrap(first, "capcal", 0, SETTINGS)
+    capcal = _wrap(first, "capcal")
     run_c, _, cap_cost = rerank(capcal, lists, window=20, step=10)
     # one content-free prior per (query, window size): q1 needs it once, q2 once
     assert cap_cost["calls"].to_list() == [3, 2]
@@ -139,7 +143,7 @@ def test_cost_per_query_and_debiased_first(tiny):
 def test_sequential_capcal_for_generation(tiny):
     gen = GenerationReranker(LMSpec(str(tiny)))
     windows = _windows(1, 4)
-    out = debiasing.wrap(gen, "capcal", 0, SETTINGS).rank(windows)[0]
+    out = _wrap(gen, "capcal").rank(windows)[0]
     assert sorted(out.order) == [0, 1, 2, 3] and out.stats["calls"] == 8
     # alpha = 0 reproduces constrained greedy decoding over the remaining identifiers
     plain = gen.rank_calibrated(windows, lambda p, q: list(p), "")[0]
@@ -191,25 +195,25 @@ def test_numeric_identifiers_are_scored_by_their_whole_path(tiny_by_tokenizer):
     prefixes = {p[:t] for p in paths for t in range(1, len(p))}
     assert result.stats["calls"] == 1 + len(prefixes) and result.stats["prompt_tokens"] > len(encoded)
     assert all(len(p) == 1 for p in identifier_paths(first.tokenizer, "letters", 20))
-    capcal = debiasing.wrap(first, "capcal", 0, SETTINGS).rank([window])[0]
+    capcal = _wrap(first, "capcal").rank([window])[0]
     assert sorted(capcal.order) == list(range(20))
     gen = GenerationReranker(LMSpec(str(tiny_by_tokenizer), identifiers="numbers"))
-    sequential = debiasing.wrap(gen, "capcal", 0, SETTINGS).rank(_windows(1, 12))[0]
+    sequential = _wrap(gen, "capcal").rank(_windows(1, 12))[0]
     assert sorted(sequential.order) == list(range(12)) and sequential.stats["calls"] > 2 * 12
 
 
 def test_capcal_placeholder_variants_change_the_content_free_prompt(tiny):
     """capcal@NAME reads reranking.capcal.variants.NAME: its placeholder repeated placeholder_length
     times replaces every passage; a different placeholder gives a different prior."""
-    settings = {**SETTINGS, "variants": {"na-30": {"placeholder": "N/A", "placeholder_length": 30},
-                                         "na-1": {"placeholder": "N/A", "placeholder_length": 1}}}
-    assert debiasing.placeholder(settings, "na-30") == " ".join(["N/A"] * 30)
-    assert debiasing.placeholder(settings, None) == ""
+    reranking = {**DEFAULTS, "capcal": {**DEFAULTS["capcal"], "variants": {
+        "na-30": {"placeholder": "N/A", "placeholder_length": 30}, "na-1": {"placeholder": "N/A", "placeholder_length": 1}}}}
+    assert debiasing.placeholder(debiasing.options(reranking, "capcal@na-30")) == " ".join(["N/A"] * 30)
+    assert debiasing.placeholder(debiasing.options(reranking, "capcal")) == ""
     windows = _windows(2, 20)
     priors = {}
     for name in ("capcal", "capcal@na-1", "capcal@na-30"):
-        wrapped = debiasing.wrap(FirstReranker(LMSpec(str(tiny))), name, 0, settings)
-        assert wrapped.placeholder == debiasing.placeholder(settings, debiasing.parse(name).variant)
+        wrapped = _wrap(FirstReranker(LMSpec(str(tiny))), name, reranking)
+        assert wrapped.placeholder == debiasing.placeholder(debiasing.options(reranking, name))
         priors[name] = wrapped.base.calibration_inputs(windows, wrapped.placeholder)[0][1]
     assert priors["capcal@na-1"] != priors["capcal@na-30"] != priors["capcal"]
 

@@ -26,10 +26,10 @@ def collection():
     return coll, first
 
 
-def _capcal(**overrides):
-    """The debiasing settings of the schema's defaults, with CapCal's overridden."""
+def _wrap(base, name, **capcal):
+    """``base`` with debiasing ``name`` in the schema's default settings, CapCal's overridden by ``capcal``."""
     rr = config.defaults("reranking")
-    return debiasing.options({**rr, "capcal": {**rr["capcal"], **overrides}})
+    return debiasing.wrap(base, name, 0, debiasing.options({**rr, "capcal": {**rr["capcal"], **capcal}}, name))
 
 
 def _evaluate(coll, first, reranker, order_names):
@@ -107,7 +107,7 @@ def test_capcal_flattens_an_additive_position_curve(collection, prior, strength)
                             bias_space="probability")
     positions = [f"position-{p}" for p in range(1, 21)]
     raw = permuted_eval.position_curve(_evaluate(coll, first, sim, positions), first, coll.qrels, 7, 1, 20, {})
-    cal = permuted_eval.position_curve(_evaluate(coll, first, debiasing.wrap(sim, "capcal", 0, _capcal(alpha=1.0)), positions), first,
+    cal = permuted_eval.position_curve(_evaluate(coll, first, _wrap(sim, "capcal", alpha=1.0), positions), first,
                                        coll.qrels, 7, 1, 20, {})
     assert _spread(raw) > 0.2
     assert _spread(cal) <= 0.2 * _spread(raw), (_spread(raw), _spread(cal))
@@ -119,9 +119,9 @@ def test_capcal_alpha_zero_and_uniform_prior_change_nothing(collection):
     flat = SimulatedReranker(_grades(coll), prior="none", noise=0.3, seed=1)
     orders_ = ["original", "shuffled-0", "position-5"]
     base = _evaluate(coll, first, sim, orders_)
-    assert all(base[o].equals(r) for o, r in _evaluate(coll, first, debiasing.wrap(sim, "capcal", 0, _capcal(alpha=0.0)), orders_).items())
+    assert all(base[o].equals(r) for o, r in _evaluate(coll, first, _wrap(sim, "capcal", alpha=0.0), orders_).items())
     flat_base = _evaluate(coll, first, flat, orders_)
-    assert all(flat_base[o].equals(r) for o, r in _evaluate(coll, first, debiasing.wrap(flat, "capcal", 0, _capcal()), orders_).items())
+    assert all(flat_base[o].equals(r) for o, r in _evaluate(coll, first, _wrap(flat, "capcal"), orders_).items())
 
 
 def test_permsc_beats_a_single_shuffled_pass(collection):
@@ -129,7 +129,7 @@ def test_permsc_beats_a_single_shuffled_pass(collection):
     sim = SimulatedReranker(_grades(coll), prior="linear", strength=1.5, noise=0.3, seed=1)
     shuffles = [f"shuffled-{s}" for s in range(6)]
     plain = _evaluate(coll, first, sim, shuffles)
-    psc = _evaluate(coll, first, debiasing.wrap(sim, "permsc-window@10", 0, _capcal()), shuffles)
+    psc = _evaluate(coll, first, _wrap(sim, "permsc-window@10"), shuffles)
 
     def mean_ndcg(reranked):
         m = permuted_eval.condition_metrics(reranked, coll.qrels, ["nDCG@10"], "s", "d", "r")
@@ -137,7 +137,7 @@ def test_permsc_beats_a_single_shuffled_pass(collection):
 
     assert mean_ndcg(psc) > mean_ndcg(plain)
     assert permuted_eval.psi_over_shuffles(psc)[0] < permuted_eval.psi_over_shuffles(plain)[0]
-    bsc = _evaluate(coll, first, debiasing.wrap(sim, "bsc@10", 0, _capcal()), shuffles)
+    bsc = _evaluate(coll, first, _wrap(sim, "bsc@10"), shuffles)
     assert mean_ndcg(bsc) > mean_ndcg(plain)
     assert permuted_eval.psi_over_shuffles(bsc)[0] < permuted_eval.psi_over_shuffles(plain)[0]
 

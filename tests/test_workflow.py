@@ -135,6 +135,7 @@ def test_default_workflow_end_to_end(workdir, shared_data):
     assert out.returncode == 0, out.stderr[-3000:]
     reran = {line.split()[-1].rstrip(")") for line in out.stderr.splitlines() if line.startswith("Finished jobid")}
     assert reran <= {"paper_table", "paper_figure", "report"}, reran
+    _check_rerun_plans(workdir)
     # every job left a log and a benchmark
     n_logs = len(list((workdir / "logs").rglob("*.log")))
     assert n_logs >= 140 and len(list((workdir / "benchmarks").rglob("*.tsv"))) == n_logs
@@ -155,6 +156,93 @@ def test_default_workflow_end_to_end(workdir, shared_data):
             "results/figures/bsc_curve.png", "results/propensity/toy-first-s1/omega.png"} <= set(sizes)
     assert all(w > 100 and h > 100 for w, h in sizes.values()), sizes
     assert (workdir / "report-screenshot.png").stat().st_size > 10_000
+
+
+def _plan(workdir, edit=None) -> list[tuple[str, dict]]:
+    """The (rule, wildcards) of every job a dry run plans after ``edit`` of the default config (default
+    rerun triggers: mtime, params, input, code, software environment)."""
+    cfg = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    if edit is not None:
+        edit(cfg)
+    path = workdir / "plan-config.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    out = snakemake(workdir, "-n", "--configfile", str(path))
+    assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
+    jobs, rule = [], None
+    for line in out.stdout.splitlines():
+        if line.startswith(("rule ", "localrule ")) and line.endswith(":"):
+            rule = line.split()[1].rstrip(":")
+            jobs.append((rule, {}))
+        elif line.strip().startswith("wildcards:") and jobs:
+            jobs[-1][1].update(kv.split("=", 1) for kv in line.split(":", 1)[1].strip().split(", "))
+    return jobs
+
+
+def _rules(jobs) -> set[str]:
+    return {rule for rule, _ in jobs}
+
+
+EXPENSIVE = {"rerank", "train", "silver_labels", "propensity_rerank", "build_tiny_model", "index", "retrieve",
+             "prepare_dataset"}
+
+
+def _check_rerun_plans(workdir):
+    """Config edits after a complete default run: each plans exactly the jobs that read what changed."""
+    assert _plan(workdir) == []  # nothing to do
+    cfg = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    sim = {m for m, spec in cfg["models"].items() if spec["kind"] == "simulated"}
+    # a new experiment: its own rerank job(s), no other
+    jobs = _plan(workdir, lambda c: c["reranking"]["experiments"].append(
+        {"model": "sim-grades", "dataset": "synthetic", "retriever": "bm25", "orders": ["original"]}))
+    assert [w for r, w in jobs if r == "rerank"] == [{"model": "sim-grades", "dataset": "synthetic", "retriever": "bm25",
+                                                     "order": "original", "debias": "none"}]
+    assert not _rules(jobs) & (EXPENSIVE - {"rerank"}), _rules(jobs)
+    # ocsft.bsc_k is read by the stability stage only
+    jobs = _plan(workdir, lambda c: c["ocsft"].update(bsc_k=[1, 2]))
+    assert _rules(jobs) & {"stability"} and not _rules(jobs) & EXPENSIVE, _rules(jobs)
+    # word_budget: only the jobs of models that read passage text (no simulated model's rerank job)
+    jobs = _plan(workdir, lambda c: c["reranking"].update(word_budget=200))
+    reran = {w["model"] for r, w in jobs if r == "rerank"}
+    assert reran and not reran & sim and "silver_labels" not in _rules(jobs), reran
+    # a new retriever on a dataset: its index, run and evaluation, no data or other retrieval job
+    jobs = _plan(workdir, lambda c: (c["retrievers"].update(bm25b={"kind": "bm25", "k1": 1.2, "b": 0.75}),
+                                     c["datasets"]["synthetic"]["retrievers"].append("bm25b")))
+    assert {w["retriever"] for r, w in jobs if r in ("index", "retrieve", "evaluate_run")} == {"bm25b"}
+    assert not _rules(jobs) & {"prepare_dataset", "rerank", "train", "build_tiny_model"}, _rules(jobs)
+    # logging_steps changes the training log, not the model
+    jobs = _plan(workdir, lambda c: c["training"]["toy-first"]["hyper"].update(logging_steps=7))
+    assert not _rules(jobs) & EXPENSIVE, _rules(jobs)
+    # evaluation.measures: the evaluations and tables, no rerank, train or silver job
+    jobs = _plan(workdir, lambda c: c["evaluation"].update(measures=["nDCG@10", "RR@10"]))
+    assert {"evaluate_run", "rerank_summary"} <= _rules(jobs) and not _rules(jobs) & EXPENSIVE, _rules(jobs)
+    # the window: every rerank job, and nothing upstream of reranking
+    jobs = _plan(workdir, lambda c: c["reranking"].update(window=15))
+    assert "rerank" in _rules(jobs) and not _rules(jobs) & {"train", "silver_labels", "prepare_dataset", "retrieve"}
+    # a learning rate: that entry's seeds retrain, and what reads them; the OC-SFT models do not
+    jobs = _plan(workdir, lambda c: c["training"]["toy-first"]["hyper"].update(learning_rate=1.0e-3))
+    trained = {w["model"] for r, w in jobs if r == "train"}
+    assert {"toy-first-s1", "toy-first-s2"} <= trained and not trained & {"tiny-ocsft", "tiny-single-order"}, trained
+    assert not _rules(jobs) & {"prepare_dataset", "silver_labels", "retrieve"}, _rules(jobs)
+
+
+def test_an_edited_local_file_reruns_what_reads_it(workdir):
+    """Raw files are inputs: editing a qrels file reruns that dataset's data job and what depends on it;
+    editing nothing reruns nothing."""
+    (workdir / "in").mkdir()
+    (workdir / "in" / "topics.tsv").write_text("q1\talpha beta\nq2\tgamma\n")
+    (workdir / "in" / "qrels.txt").write_text("q1 0 d1 1\nq2 0 d2 1\n")
+    (workdir / "in" / "corpus.tsv").write_text("d1\talpha beta\nd2\tgamma delta\nd3\tepsilon\n")
+    cfg = {"datasets": {"mine": {"source": "trec", "topics": "in/topics.tsv", "qrels": "in/qrels.txt",
+                                 "corpus": "in/corpus.tsv", "retrievers": ["bm25"]}},
+           "retrievers": {"bm25": {"kind": "bm25"}}}
+    config = _write(workdir, cfg)
+    out = snakemake(workdir, "--cores", "1", "data", configfile=config)
+    assert out.returncode == 0, out.stderr[-3000:]
+    out = snakemake(workdir, "-n", "--quiet", "rules", "data", configfile=config)
+    assert "prepare_dataset" not in out.stdout + out.stderr
+    (workdir / "in" / "qrels.txt").write_text("q1 0 d1 2\nq2 0 d2 1\n")
+    out = snakemake(workdir, "-n", "data", configfile=config)
+    assert "rule prepare_dataset:" in out.stdout and "wildcards: dataset=mine" in out.stdout, out.stdout[-2000:]
 
 
 def test_cranfield_through_ir_datasets(workdir, irds_home):

@@ -173,6 +173,23 @@ def check_grid(config: dict) -> None:
 
 
 _FILE_KEYS = ("path", "topics", "qrels", "corpus")
+# What a dataset entry says about other stages (which retrievers run on it, their prebuilt indexes,
+# whether it may be skipped): not read by the data stage, so editing them reruns no data job.
+_NOT_DATA_KEYS = ("retrievers", "prebuilt", "optional")
+
+
+def dataset_files(spec: dict) -> list[str]:
+    """The local files a dataset entry names, as the data stage reads them (a BEIR folder's three files);
+    none for ir_datasets (keyed by id) and the generated sources."""
+    if spec["source"] == "beir":
+        root = Path(spec["path"])
+        return [str(root / "corpus.jsonl"), str(root / "queries.jsonl"), str(root / "qrels" / f"{spec['split']}.tsv")]
+    return [spec[k] for k in _FILE_KEYS if k in spec] + [r["path"] for r in spec.get("runs", {}).values()]
+
+
+def data_settings(spec: dict) -> dict:
+    """The keys of a dataset entry the data stage reads."""
+    return {k: v for k, v in spec.items() if k not in _NOT_DATA_KEYS}
 
 
 def check_duplicate_keys(paths) -> None:
@@ -242,8 +259,7 @@ def drop_unavailable(config: dict) -> list[str]:
     for name, spec in list(config["datasets"].items()):
         if not spec.get("optional"):
             continue
-        files = [spec[k] for k in _FILE_KEYS if k in spec] + [r["path"] for r in spec.get("runs", {}).values()]
-        if spec["source"] != "irds" and any(not Path(f).expanduser().exists() for f in files):
+        if any(not Path(f).expanduser().exists() for f in dataset_files(spec)):
             dropped.append(name)
             del config["datasets"][name]
     rr = config.get("reranking", {})
@@ -271,6 +287,51 @@ def orders_for(config: dict, experiment: dict, debias: str) -> list[str]:
         return ["original"]
     with_positions = debias in experiment.get("position_debias", ["none"])
     return [o for o in orders_of(config, experiment) if with_positions or not o.startswith("position-")]
+
+
+def rerank_settings(config: dict, model: str, dataset: str, retriever: str, order: str, debias: str) -> dict:
+    """What one ``rerank`` job reads from the config, and nothing else: its experiment's depth and query
+    limit, the window and step, the position protocol's keys for a position order, the word budget for
+    a model that reads passage text, and its debiasing method's settings. A job's params are exactly
+    this, so adding an experiment or editing a key the job does not read reruns none of it."""
+    rr = config["reranking"]
+    experiment = next(e for e in rr["experiments"] if experiment_key(e) == (model, dataset, retriever))
+    out = {"depth": experiment.get("depth", rr["depth"]), "queries": experiment.get("queries"),
+           "window": rr["window"], "step": rr["step"], "debias": debiasing.options(rr, debias)}
+    if orders.parse(order).kind == "position":
+        out |= {"relevant_grade": rr["relevant_grade"], "position_k": rr["position_k"]}
+    if config["models"][model]["kind"] == "causal_lm":
+        out["word_budget"] = rr["word_budget"]
+    return out
+
+
+def position_settings(config: dict, model: str, dataset: str, retriever: str, debias: str) -> dict:
+    """The position protocol's keys for a summary whose orders include position orders, else nothing."""
+    rr = config["reranking"]
+    experiment = next(e for e in rr["experiments"] if experiment_key(e) == (model, dataset, retriever))
+    if not any(o.startswith("position-") for o in orders_for(config, experiment, debias)):
+        return {}
+    return {"relevant_grade": rr["relevant_grade"], "position_k": rr["position_k"]}
+
+
+# Trainer settings that change how a run is logged and checkpointed, not the model it trains: the train
+# job reads them from the config, not its params, so editing them retrains nothing.
+TRAIN_OPERATIONAL = ("logging_steps", "save_steps", "save_total_limit")
+
+
+def train_settings(config: dict, name: str) -> dict:
+    """What a ``train`` job's result depends on: its training entry without the operational trainer
+    settings and without the list of sibling seeds (adding a seed trains only the new one)."""
+    run = config["training"][name]
+    hyper = {k: v for k, v in run["hyper"].items() if k not in TRAIN_OPERATIONAL}
+    return {k: v for k, v in run.items() if k not in ("seeds", "hyper")} | {"hyper": hyper}
+
+
+def training_labels(config: dict) -> dict:
+    """What the paper tables and figures read of the training entries: method, augmentation and, for
+    seeded models, the entry they are a seed of and the seed."""
+    return {name: {k: run[k] for k in ("method", "aug", "variant", "seed") if k in run}
+            for name, run in config.get("training", {}).items()}
 
 
 def list_inputs(debias: str) -> list[str]:
@@ -312,12 +373,9 @@ def check_experiments(config: dict) -> None:
             for name in e.get(key, []):
                 try:
                     spec = debiasing.parse(name)
+                    debiasing.options(config["reranking"], name)  # e.g. a variant that is not defined
                 except ValueError as exc:
                     raise ValueError(f"config: {where}.{key}: {exc}") from None
-                variants = debiasing.options(config["reranking"])["variants"]
-                if spec.variant is not None and spec.variant not in variants:
-                    raise ValueError(f"config: {where}.{key}: {name} names no variant in reranking.capcal.variants "
-                                     f"({', '.join(variants) or 'none defined'}); define it there")
                 if spec.level == "list":
                     missing = [o for o in list_inputs(name) if o not in orders_of(config, e)]
                     if key == "position_debias":

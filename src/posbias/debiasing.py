@@ -31,8 +31,9 @@ from dataclasses import dataclass
 class DebiasMethod:
     """One inference-time debiasing method.
 
-    ``build(base, spec, seed, options)`` wraps a reranker (``spec`` the parsed :class:`DebiasSpec`);
-    ``options`` are the config's ``reranking.permsc_aggregation`` and ``reranking.capcal`` keys.
+    ``build(base, spec, seed, settings)`` wraps a reranker (``spec`` the parsed :class:`DebiasSpec`);
+    ``settings(reranking, spec)`` picks the keys of the ``reranking`` config section the method reads
+    (so a job's params hold only those, and an edit elsewhere reruns none of its jobs).
     ``takes_k``: the value is ``name@K``; ``takes_variant``: ``name`` or ``name@VARIANT``.
     ``level``: ``window`` (a wrapper; None: the base reranker itself) or ``list`` (combines the
     experiment's reranked shuffled lists; no wrapper).
@@ -44,38 +45,54 @@ class DebiasMethod:
     build: Callable | None
     level: str = "window"
     takes_variant: bool = False
+    settings: Callable[[dict, DebiasSpec], dict] = lambda reranking, spec: {}
 
 
 def _permutation(average_scores: bool) -> Callable:
-    def build(base, spec, seed, options):
+    def build(base, spec, seed, settings):
         from posbias.rerankers.debiased import PermutationDebiased
 
-        return PermutationDebiased(base, spec.k, seed, options["aggregation"], average_scores)
+        return PermutationDebiased(base, spec.k, seed, settings["aggregation"], average_scores)
 
     return build
 
 
-def _capcal(base, spec, seed, options):
+def _aggregation(reranking: dict, spec) -> dict:
+    return {"aggregation": reranking["permsc_aggregation"]}
+
+
+def _capcal_settings(reranking: dict, spec) -> dict:
+    """CapCal's settings, with those of variant ``spec.variant`` (``reranking.capcal.variants``) over them."""
+    capcal = reranking["capcal"]
+    if spec.variant is not None and spec.variant not in capcal["variants"]:
+        raise ValueError(f"{spec} names no variant in reranking.capcal.variants "
+                         f"({', '.join(capcal['variants']) or 'none defined'}); define it there")
+    chosen = {k: capcal[k] for k in ("alpha", "c", "alpha_max", "placeholder", "placeholder_length")}
+    return chosen | (capcal["variants"][spec.variant] if spec.variant else {})
+
+
+def placeholder(settings: dict) -> str:
+    """The text that replaces every passage in CapCal's content-free prompt: the placeholder repeated
+    ``placeholder_length`` times."""
+    return " ".join([settings["placeholder"]] * settings["placeholder_length"])
+
+
+def _capcal(base, spec, seed, settings):
     from posbias.rerankers.debiased import CapCalDebiased
 
-    alpha = options["variants"][spec.variant].get("alpha", options["alpha"]) if spec.variant else options["alpha"]
-    return CapCalDebiased(base, alpha, options["c"], options["alpha_max"], placeholder(options, spec.variant))
-
-
-def placeholder(options: dict, variant: str | None) -> str:
-    """The text that replaces every passage in CapCal's content-free prompt: the placeholder of
-    ``variant`` (or of the CapCal settings themselves) repeated ``placeholder_length`` times."""
-    chosen = options if variant is None else options["variants"][variant]
-    return " ".join([chosen["placeholder"]] * chosen["placeholder_length"])
+    return CapCalDebiased(base, settings["alpha"], settings["c"], settings["alpha_max"], placeholder(settings))
 
 
 METHODS: dict[str, DebiasMethod] = {m.name: m for m in (
     DebiasMethod("none", False, "no debiasing", None),
-    DebiasMethod("capcal", False, "CapCal (content-agnostic calibration){variant}", _capcal, takes_variant=True),
-    DebiasMethod("permsc", True, "PermSC@{k} (the {k} reranked shuffled lists aggregated)", None, level="list"),
+    DebiasMethod("capcal", False, "CapCal (content-agnostic calibration){variant}", _capcal, takes_variant=True,
+                 settings=_capcal_settings),
+    DebiasMethod("permsc", True, "PermSC@{k} (the {k} reranked shuffled lists aggregated)", None, level="list",
+                 settings=_aggregation),
     DebiasMethod("permsc-window", True, "PermSC-window@{k} ({k} shuffles of each window aggregated)",
-                 _permutation(average_scores=False)),
-    DebiasMethod("bsc", True, "BSC@{k} (scores averaged over {k} shuffles)", _permutation(average_scores=True)),
+                 _permutation(average_scores=False), settings=_aggregation),
+    DebiasMethod("bsc", True, "BSC@{k} (scores averaged over {k} shuffles)", _permutation(average_scores=True),
+                 settings=_aggregation),
 )}
 
 
@@ -126,14 +143,16 @@ def parse(name: str) -> DebiasSpec:
     return DebiasSpec(method, int(arg) if at else None)
 
 
-def options(reranking: dict) -> dict:
-    """The wrappers' settings from a validated ``reranking`` config section."""
-    return {"aggregation": reranking["permsc_aggregation"], **reranking["capcal"]}
+def options(reranking: dict, name: str) -> dict:
+    """The settings debiasing method ``name`` reads from a validated ``reranking`` config section (outside
+    the workflow: ``options(config.defaults("reranking"), name)``)."""
+    spec = parse(name)
+    return METHODS[spec.method].settings(reranking, spec)
 
 
 def wrap(base, name: str, seed: int, settings: dict):
-    """``base`` with the debiasing method ``name`` applied (``base`` itself for ``none``);
-    ``settings`` from :func:`options` (outside the workflow: ``options(config.defaults("reranking"))``)."""
+    """``base`` with the debiasing method ``name`` applied (``base`` itself for ``none``); ``settings``
+    from :func:`options`."""
     spec = parse(name)
     if spec.level != "window":
         raise ValueError(f"debias {name!r} combines reranked lists (posbias.permsc); it does not wrap a reranker")

@@ -48,14 +48,15 @@ def psi_over_shuffles(reranked: dict[str, pl.DataFrame]) -> tuple[float, int]:
 
 
 def position_curve(reranked: dict[str, pl.DataFrame], first_stage: pl.DataFrame, qrels: pl.DataFrame,
-                   root_seed: int, relevant_grade: int, k: int, ndcg: dict[str, float]) -> pl.DataFrame:
-    """One row per position order: how the moved relevant passage ranks after reranking.
+                   root_seed: int, relevant_grade: int | None, k: int | None, ndcg: dict[str, float]) -> pl.DataFrame:
+    """One row per position order: how the moved relevant passage ranks after reranking (``relevant_grade``
+    and ``k`` are None when ``reranked`` has no position order).
 
     target_ndcg10 is nDCG@10 with the moved passage as the only relevant one (1/log2(1+rank) within
     the top 10), target_mrr its reciprocal rank, target_rank its mean rank; ndcg10 is the ordinary
     nDCG@10 (all qrels) of that condition, passed in as ``ndcg``.
     """
-    relevant = (qrels.filter(pl.col("relevance") >= relevant_grade).group_by("query_id").agg(pl.col("doc_id")))
+    relevant = (qrels.filter(pl.col("relevance") >= (relevant_grade or 0)).group_by("query_id").agg(pl.col("doc_id")))
     relevant_sets = {q: set(d) for q, d in zip(relevant["query_id"].to_list(), relevant["doc_id"].to_list())}
     first = rankings_by_query(first_stage)
     rows = []

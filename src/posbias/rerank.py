@@ -56,8 +56,9 @@ class Presentation:
 
 def present_candidates(first_stage: pl.DataFrame, queries: pl.DataFrame, corpus: pl.DataFrame,
                        grades: dict[str, dict[str, int]], order: orders.Order, root_seed: int, depth: int,
-                       relevant_grade: int, position_k: int, max_queries: int | None = None) -> Presentation:
-    """Each query's first-stage top ``depth`` with passage texts, presented in ``order``.
+                       relevant_grade: int | None, position_k: int | None, max_queries: int | None = None) -> Presentation:
+    """Each query's first-stage top ``depth`` with passage texts, presented in ``order``
+    (``relevant_grade`` and ``position_k`` are read by position orders only; None for the others).
 
     Queries are taken in id order (the first ``max_queries`` if set).
     """
@@ -72,7 +73,8 @@ def present_candidates(first_stage: pl.DataFrame, queries: pl.DataFrame, corpus:
         if not docs:
             out.no_candidates += 1
             continue
-        relevant = {d for d, g in grades.get(qid, {}).items() if g >= relevant_grade}
+        relevant = ({d for d, g in grades.get(qid, {}).items() if g >= relevant_grade} if order.kind == "position"
+                    else set())
         presented = orders.present(docs, order, root_seed, qid, relevant, position_k)
         if presented is None:
             out.not_applicable += 1

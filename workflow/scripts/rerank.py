@@ -13,14 +13,14 @@ from posbias.jobs import logged
 from posbias.rerank import present_candidates, rerank
 
 sm = snakemake  # noqa: F821
-exp, rr, seed = sm.params.experiment, sm.params.reranking, sm.params.seed
+rr, seed = sm.params.settings, sm.params.seed  # only the config keys this job reads (config.rerank_settings)
 with logged(sm.log[0], "rerank") as log:
     grades = grades_by_query(schemas.read(sm.input.qrels, "qrels"))
     order = orders.parse(sm.wildcards.order)
     shown = present_candidates(
         schemas.read(sm.input.run, "run"), schemas.read(sm.input.queries, "queries"),
-        schemas.read(sm.input.corpus, "corpus"), grades, order, seed, exp.get("depth", rr["depth"]),
-        rr["relevant_grade"], rr["position_k"], exp.get("queries"),
+        schemas.read(sm.input.corpus, "corpus"), grades, order, seed, rr["depth"],
+        rr.get("relevant_grade"), rr.get("position_k"), rr["queries"],
     )
     if shown.no_candidates:
         log.warning("%d queries have no first-stage candidates; skipped", shown.no_candidates)
@@ -33,8 +33,8 @@ with logged(sm.log[0], "rerank") as log:
         log.info("%d queries have no relevant passage in the top %d; skipped for %s", shown.not_applicable,
                  rr["position_k"], order)
     base = rerankers.build(sm.params.model, sm.params.model_path, grades, seed, sm.params.device,
-                           rr["word_budget"])
-    reranker = debiasing.wrap(base, sm.wildcards.debias, seed, debiasing.options(rr))
+                           rr.get("word_budget"))
+    reranker = debiasing.wrap(base, sm.wildcards.debias, seed, rr["debias"])
     start = time.perf_counter()
     run, window_log, cost = rerank(reranker, shown.lists, base.window or rr["window"], rr["step"],
                                    sm.params.model["batch_size"])

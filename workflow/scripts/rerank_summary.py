@@ -8,7 +8,7 @@ from posbias import permuted_eval, schemas
 from posbias.jobs import logged
 
 sm = snakemake  # noqa: F821
-w, rr = sm.wildcards, sm.params.reranking
+w, position = sm.wildcards, sm.params.position  # the position protocol's keys; {} without position orders
 keys = {"model": w.model, "dataset": w.dataset, "retriever": w.retriever, "debias": w.debias}
 with logged(sm.log[0], "rerank_summary") as log:
     qrels = schemas.read(sm.input.qrels, "qrels")
@@ -23,8 +23,8 @@ with logged(sm.log[0], "rerank_summary") as log:
     schemas.write(per_query, sm.output.metrics, "rerank_metrics")
     ndcg = dict(per_query.filter(pl.col("measure") == "nDCG@10").group_by("order").agg(pl.col("value").mean())
                 .iter_rows())
-    curve = permuted_eval.position_curve(reranked, first_stage, qrels, sm.params.seed, rr["relevant_grade"],
-                                         rr["position_k"], ndcg)
+    curve = permuted_eval.position_curve(reranked, first_stage, qrels, sm.params.seed, position.get("relevant_grade"),
+                                         position.get("position_k"), ndcg)
     schemas.write(curve.select(*[pl.lit(v).alias(k) for k, v in keys.items()], pl.all()), sm.output.curve,
                   "position_curve")
     summary = permuted_eval.summarize(keys, per_query, reranked, curve, costs, stats)

@@ -11,6 +11,7 @@ from pathlib import Path
 import torch
 
 from posbias import propensity, schemas, silver
+from posbias.config import TRAIN_OPERATIONAL
 from posbias.jobs import logged
 from posbias.paper.training_curves import loss_figure
 from posbias.training import TrainSpec, launch_distributed, train
@@ -19,8 +20,10 @@ sm = snakemake  # noqa: F821
 run = sm.params.run
 with logged(sm.log[0], "train") as log:
     torch.set_num_threads(sm.threads)
+    operational = {k: v for k, v in sm.config["training"][sm.wildcards.model]["hyper"].items()
+                   if k in TRAIN_OPERATIONAL}  # logging and checkpointing: read here, not params (no retraining)
     spec = TrainSpec(method=run["method"], seed=run.get("seed", sm.params.seed), word_budget=sm.params.word_budget,
-                     prompt=sm.params.prompt, **run["hyper"])
+                     prompt=sm.params.prompt, **run["hyper"], **operational)
     if spec.pointwise:
         labels = schemas.read(sm.input.data, "silver")
         instances = silver.instances(labels, schemas.read(sm.input.queries, "queries"),
