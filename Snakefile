@@ -6,7 +6,7 @@ Results tree (git-ignored; docs/architecture.md has the schemas):
   results/index/{dataset}/{retriever}/                     Lucene / faiss indexes
   results/runs/{dataset}/{retriever}.parquet  (+ .trec)    first-stage runs, canonical and tie-free
   results/metrics/retrieval/{dataset}/{retriever}.parquet  per-query metrics, long format
-  results/rerank/{model}/{dataset}/{retriever}/{order}/{debias}.parquet (+ .windows, .cost, .stats.json)
+  results/rerank/{model}/{dataset}/{retriever}/{order}/{debias}.parquet (+ .trec, .windows, .cost, .stats.json)
   results/metrics/rerank/{model}/{dataset}/{retriever}/{debias}.parquet (+ .curve, .summary)
   results/propensity/{model}/{samples,reranked,omega}.parquet, omega.png
   results/train/{dataset}/{aug}.parquet, results/metrics/train/{model}.parquet
@@ -23,13 +23,38 @@ Stage targets: `snakemake data`, `snakemake retrieval`, `snakemake evaluation`, 
 
 from snakemake.utils import min_version
 
+from posbias.jobs import put_on_pythonpath
+
 min_version("9.0")
+
+# Every job imports the package from this checkout's src/: in the .venv (where it is also installed
+# editable) and in the per-rule conda environments (envs/*.yaml, which hold only third-party packages).
+put_on_pythonpath(f"{workflow.basedir}/src")
 
 
 configfile: "config/config.yaml"
 
 
 include: "rules/common.smk"
+
+
+# Small table, figure and target jobs run on the submitting host, not through the cluster's queue.
+localrules:
+    all,
+    data,
+    retrieval,
+    evaluation,
+    reranking,
+    propensity,
+    training,
+    ocsft,
+    report,
+    retrieval_table,
+    rerank_tables,
+    augmentation_report,
+    stability_table,
+    paper_table,
+    paper_figure,
 
 
 wildcard_constraints:

@@ -2,6 +2,7 @@
 # One entry point on a fresh machine (Debian 12, Python 3.11, package registries only):
 #   ./posbias.sh demo    create .venv if missing, install the pinned stack, run the default workflow
 #   ./posbias.sh test    the same install plus test dependencies, then the test suite (pytest args pass through)
+#   ./posbias.sh profile install the SLURM user profile as the named profile `slurm` (snakemake --profile slurm)
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -26,8 +27,15 @@ case "${1:-}" in
     install -r requirements/base.txt -r requirements/test.txt
     exec .venv/bin/python -m pytest "$@"
     ;;
+  profile)
+    # Where Snakemake looks for named profiles; the per-rule resources stay in profiles/default/.
+    target="${XDG_CONFIG_HOME:-$HOME/.config}/snakemake/slurm"
+    mkdir -p "$target"
+    cp profiles/slurm/config.v8+.yaml "$target/config.v8+.yaml"
+    echo "installed the SLURM profile at $target; run: snakemake --profile slurm"
+    ;;
   *)
-    echo "usage: ./posbias.sh demo [snakemake args] | ./posbias.sh test [pytest args]" >&2
+    echo "usage: ./posbias.sh demo [snakemake args] | ./posbias.sh test [pytest args] | ./posbias.sh profile" >&2
     exit 2
     ;;
 esac

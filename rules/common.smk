@@ -96,7 +96,13 @@ def reranker_model_input(model):
 def model_gpus(model):
     """GPUs a job running ``model`` asks SLURM for: 1 for a language model with `device: cuda`, else 0."""
     spec = config["models"].get(model, {})
-    return int(config["device"] == "cuda" and spec.get("kind") not in (None, "simulated"))
+    return int(config["device"].startswith("cuda") and spec.get("kind") not in (None, "simulated"))
+
+
+def retriever_gpus(wildcards):
+    """GPUs an index or retrieve job asks SLURM for: 1 for a dense or SPLADE encoder with `device: cuda`."""
+    kind = config["retrievers"].get(wildcards.retriever, {}).get("kind")
+    return int(config["device"].startswith("cuda") and kind in ("dense", "splade"))
 
 
 def reranker_model_path(model):

@@ -12,6 +12,7 @@ rule rerank:
         model=lambda w: reranker_model_input(w.model),
     output:
         run="results/rerank/{model}/{dataset}/{retriever}/{order}/{debias}.parquet",
+        trec="results/rerank/{model}/{dataset}/{retriever}/{order}/{debias}.trec",
         windows="results/rerank/{model}/{dataset}/{retriever}/{order}/{debias}.windows.parquet",
         cost="results/rerank/{model}/{dataset}/{retriever}/{order}/{debias}.cost.parquet",
         stats="results/rerank/{model}/{dataset}/{retriever}/{order}/{debias}.stats.json",
@@ -45,6 +46,7 @@ rule permsc_lists:
         stats=lambda w: list_debias_inputs(w, "stats.json"),
     output:
         run="results/rerank/{model}/{dataset}/{retriever}/original/{debias}.parquet",
+        trec="results/rerank/{model}/{dataset}/{retriever}/original/{debias}.trec",
         cost="results/rerank/{model}/{dataset}/{retriever}/original/{debias}.cost.parquet",
         stats="results/rerank/{model}/{dataset}/{retriever}/original/{debias}.stats.json",
     log:

@@ -46,6 +46,7 @@ rule index:
     resources:
         mem_mb=8000,
         runtime=240,
+        gpu=retriever_gpus,
     params:
         spec=retriever_spec,
         model=lambda w: model_path(w) if "model" in config["retrievers"][w.retriever] else None,
@@ -78,6 +79,7 @@ rule retrieve:
     resources:
         mem_mb=8000,
         runtime=120,
+        gpu=retriever_gpus,
     params:
         spec=retriever_spec,
         model=lambda w: model_path(w) if "model" in config["retrievers"][w.retriever] else None,

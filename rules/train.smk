@@ -76,13 +76,16 @@ rule train:
     wildcard_constraints:
         model=alternation(TRAINED or ["__none__"]),
     priority: 10  # the longest chain of the DAG (train, propensity, train again): start it first
+    retries: 2  # a preempted or timed-out attempt resumes from its last checkpoint
     conda:
         "../envs/models.yaml"
     threads: config["threads"]
     resources:
         mem_mb=16000,
-        runtime=1440,
+        runtime=lambda w, attempt: 1440 * attempt,  # minutes; each retry asks for more time
+        nodes=1,  # torchrun runs one process per GPU of one node
         gpu=lambda w: config["training"][w.model]["gpus"],
+        cpus_per_gpu=lambda w, threads: max(1, threads // max(1, config["training"][w.model]["gpus"])),
     params:
         run=lambda w: pbconfig.train_settings(config, w.model),
         base_path=lambda w: reranker_model_path(config["training"][w.model]["base_model"]),

@@ -1,10 +1,13 @@
-"""`snakemake --profile profiles/slurm` against a real one-node SLURM cluster (tests/slurm/cluster.sh).
+"""`snakemake --profile slurm`, as users type it, against a real one-node SLURM cluster (tests/slurm/cluster.sh).
 
-Runs a tiny config to completion through real sbatch jobs (CPU rules and a 2-GPU torchrun training
-job on fake GPUs), checks the job records in sacct against what the profile asks for, then preempts
-a training job with SIGTERM and checks that the retry resumed from the checkpoint and ends with the
-model of an uninterrupted run. Needs root on Debian (the harness installs slurm packages); skipped
-elsewhere. Test-only settings are command-line overrides here, never edits of the profile.
+Installs the user profile with `./posbias.sh profile` (into a scratch HOME), runs a tiny config to
+completion through real sbatch jobs (CPU rules and a 2-GPU torchrun training job on fake GPUs; tables
+and figures as local rules), checks the job records in sacct against what the workflow profile
+(profiles/default) asks for, then requeues a running training job with `scontrol requeue` (what a
+preemption with requeue does) and checks that the workflow completes on its own, the restarted job
+resumed from its checkpoint, and the model equals that of an uninterrupted run. Needs root on Debian
+(the harness installs slurm packages); skipped elsewhere. Test-only settings are command-line
+overrides here, never edits of the profiles.
 """
 
 from __future__ import annotations
@@ -78,6 +81,15 @@ def _snakemake_cmd(workdir: Path, config: Path, *args: str) -> list[str]:
             "-d", str(workdir), "--configfile", str(config), "--replace-workflow-config", *args]
 
 
+def _user_env(home: Path) -> dict[str, str]:
+    """The environment of a user whose HOME is ``home``, with the named profile `slurm` installed there."""
+    env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")}
+    out = subprocess.run(["bash", str(REPO / "posbias.sh"), "profile"], capture_output=True, text=True, env=env,
+                         timeout=60)
+    assert out.returncode == 0 and (home / ".config" / "snakemake" / "slurm" / "config.v8+.yaml").is_file(), out
+    return env
+
+
 def _sacct(since: str) -> pl.DataFrame:
     fields = ["JobID", "Comment", "State", "AllocTRES", "ReqMem", "Timelimit", "Elapsed"]
     out = subprocess.run(["sacct", "-X", "--parsable2", "--noheader", "--starttime", since,
@@ -101,9 +113,10 @@ def test_the_slurm_profile_runs_the_workflow_and_training_survives_preemption(cl
     workdir = tmp_path / "work"
     workdir.mkdir()
     since = time.strftime("%Y-%m-%dT%H:%M:%S")
+    env = _user_env(tmp_path / "home")
     started = time.time()
-    out = subprocess.run(_snakemake_cmd(workdir, _config(workdir), "--profile", str(REPO / "profiles" / "slurm"),
-                                        *TEST_OVERRIDES), capture_output=True, text=True, timeout=HARD_TIMEOUT + 60)
+    out = subprocess.run(_snakemake_cmd(workdir, _config(workdir), "--profile", "slurm", *TEST_OVERRIDES),
+                         capture_output=True, text=True, timeout=HARD_TIMEOUT + 60, env=env)
     print(f"workflow through SLURM: {time.time() - started:.1f} s")
     assert out.returncode == 0, out.stderr[-5000:]
     assert "posbias: done" in out.stderr
@@ -116,10 +129,10 @@ def test_the_slurm_profile_runs_the_workflow_and_training_survives_preemption(cl
     assert (jobs["State"] == "COMPLETED").all()
     rules = jobs["Comment"].str.extract(r"^rule_([a-z_]+?)(?:_wildcards_.*)?$").to_list()
     planned = {"prepare_dataset": 2, "listwise_set": 1, "build_tiny_model": 1, "index": 2, "retrieve": 2,
-               "evaluate_run": 2, "retrieval_table": 1, "augment": 3, "augmentation_report": 1, "train": 1,
-               "rerank": 1, "rerank_summary": 1, "rerank_tables": 1, "paper_table": 6, "paper_figure": 3}
-    assert {r: rules.count(r) for r in set(rules)} == planned  # every job its own sbatch job
-    profile = yaml.safe_load((REPO / "profiles" / "slurm" / "config.v8+.yaml").read_text())
+               "evaluate_run": 2, "augment": 3, "train": 1, "rerank": 1, "rerank_summary": 1}
+    assert {r: rules.count(r) for r in set(rules)} == planned  # every job its own sbatch job; tables local
+    assert "localrule paper_table:" in out.stdout + out.stderr
+    profile = yaml.safe_load((REPO / "profiles" / "default" / "config.v8+.yaml").read_text())
     by_rule = {r: row for r, row in zip(rules, jobs.iter_rows(named=True))}
     for rule in ("prepare_dataset", "index", "retrieve", "rerank", "train"):
         assert by_rule[rule]["ReqMem"] in (f"{profile['set-resources'][rule]['mem_mb']}M",
@@ -128,16 +141,18 @@ def test_the_slurm_profile_runs_the_workflow_and_training_survives_preemption(cl
     assert train["gres/gpu"] == "2" and train["cpu"] == str(profile["set-threads"]["train"])
     assert "gres/gpu" not in index and index["cpu"] == str(profile["set-threads"]["index"])
     assert "gres/gpu" not in prep and prep["cpu"] == "1"
-    assert by_rule["train"]["Timelimit"] == "1-00:00:00" and by_rule["retrieval_table"]["Timelimit"] == "00:10:00"
+    assert by_rule["train"]["Timelimit"] == "1-00:00:00" and by_rule["evaluate_run"]["Timelimit"] == "00:30:00"
     log = (workdir / "logs" / "train" / "tiny-ft.log").read_text()
     assert "torch.distributed.run --standalone --nproc-per-node=2" in log
 
-    # Preemption: a longer training run gets SIGTERM mid-training; the retry resumes from its checkpoint.
+    # Preemption with requeue: a longer training run is requeued mid-training (SIGTERM, back to the queue,
+    # restarted under the same job id); the workflow completes on its own, the restart resumes from the
+    # checkpoint written on SIGTERM.
     longer = _config(workdir, max_steps=40, save_steps=1000, logging_steps=1)
     since = time.strftime("%Y-%m-%dT%H:%M:%S")
-    run = subprocess.Popen(_snakemake_cmd(workdir, longer, "--profile", str(REPO / "profiles" / "slurm"),
-                                          *TEST_OVERRIDES, "results/models/tiny-ft"),
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    run = subprocess.Popen(_snakemake_cmd(workdir, longer, "--profile", "slurm", *TEST_OVERRIDES,
+                                          "results/models/tiny-ft"),
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
     train_log = workdir / "logs" / "train" / "tiny-ft.log"
     deadline = time.time() + 600
     job = None
@@ -147,15 +162,16 @@ def test_the_slurm_profile_runs_the_workflow_and_training_survives_preemption(cl
             queue = subprocess.run(["squeue", "-h", "-t", "RUNNING", "-o", "%i|%k"], capture_output=True, text=True,
                                    check=True).stdout.split()
             job = next(line.split("|")[0] for line in queue if line.split("|")[1].startswith("rule_train"))
-            subprocess.run(["scancel", "--signal=TERM", job], check=True)
+            subprocess.run(["scontrol", "requeue", job], check=True)
             break
         time.sleep(0.5)
     assert job is not None, "the training job never reached step 8"
     _, err = run.communicate(timeout=HARD_TIMEOUT)
     assert run.returncode == 0, err[-5000:]
+    assert "--requeue" in err  # the user profile submits requeueable jobs
     attempts = _sacct(since).filter(pl.col("Comment").str.starts_with("rule_train"))
     _show(attempts)
-    assert attempts["State"].to_list() == ["FAILED", "COMPLETED"]  # the profile's retry resubmitted it
+    assert attempts["State"].to_list() == ["COMPLETED"] and attempts["JobID"].to_list() == [job]  # same job, restarted
     record = [json.loads(line) for line in
               (workdir / "results" / "checkpoints" / "tiny-ft" / "preemptions.jsonl").read_text().splitlines()]
     stopped = record[0]["stopped_after_step"]
@@ -163,7 +179,7 @@ def test_the_slurm_profile_runs_the_workflow_and_training_survives_preemption(cl
     assert len(record) == 1 and 8 <= stopped < 40
     assert meta["resumed_from"] == stopped and meta["steps"] == 40
     assert f"checkpoint-{stopped}" in (workdir / "logs" / "train" / "tiny-ft.log").read_text()
-    print(f"preempted after step {stopped}; the retry resumed from checkpoint-{meta['resumed_from']}")
+    print(f"requeued after step {stopped}; the restarted job resumed from checkpoint-{meta['resumed_from']}")
 
     # The same training, uninterrupted and without SLURM, gives the same model.
     from safetensors.torch import load_file

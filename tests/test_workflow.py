@@ -83,6 +83,14 @@ def test_default_workflow_end_to_end(workdir, shared_data):
     toy = {r["debias"]: r for r in summary.filter(pl.col("model") == "toy-first-s1").to_dicts()}
     assert set(toy) == {"none", "permsc@3"} and toy["none"]["queries"] == 100
     assert toy["none"]["prompt_tokens_per_query"] == 131  # the compact prompt, one token per word
+    # every reranked run is also a TREC run file that trec_eval / ranx / rank_llm read: the same ranking
+    from posbias.runs import read_trec
+
+    base = workdir / "results" / "rerank" / "sim-linear" / "dl19" / "imported:bm25"
+    for order, debias in (("original", "none"), ("shuffled-0", "capcal"), ("original", "permsc@3")):
+        parquet = pl.read_parquet(base / order / f"{debias}.parquet").sort("query_id", "rank")
+        trec = read_trec(base / order / f"{debias}.trec").sort("query_id", "rank")
+        assert trec.select("query_id", "doc_id", "rank").equals(parquet.select("query_id", "doc_id", "rank"))
     table = (workdir / "results" / "tables" / "rerank.md").read_text()
     assert "| sim-linear | dl19 | imported:bm25 | none | 43 |" in table and "| toy-first-s1 | toy | biased | permsc@3 |" in table
     # DebiasFirst branch: omega of the first seed's First model, augmented sets, continued training

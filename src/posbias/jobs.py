@@ -17,6 +17,13 @@ from pathlib import Path
 from posbias.errors import PosbiasError
 
 
+def put_on_pythonpath(folder: str) -> None:
+    """Put ``folder`` first on the ``PYTHONPATH`` that Snakemake's jobs inherit (local, conda and SLURM jobs
+    alike), so that they import the package from the checkout the workflow runs from."""
+    parts = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != folder]
+    os.environ["PYTHONPATH"] = os.pathsep.join([folder, *parts])
+
+
 @contextlib.contextmanager
 def logged(log_path: str | os.PathLike, name: str) -> Iterator[logging.Logger]:
     """Redirect fds 1 and 2 to ``log_path`` for the duration, and yield a configured logger.

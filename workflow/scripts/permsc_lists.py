@@ -5,13 +5,14 @@ No model call; the cost and stats are those of the K reranking passes it aggrega
 import json
 from pathlib import Path
 
-from posbias import permsc, schemas
+from posbias import permsc, runs, schemas
 from posbias.jobs import logged
 
 sm = snakemake  # noqa: F821
 with logged(sm.log[0], "permsc_lists") as log:
     run = permsc.aggregate_runs([schemas.read(p, "run") for p in sm.input.runs], sm.params.aggregation)
     schemas.write(run, sm.output.run, "run")
+    runs.write_trec(run, sm.output.trec, f"{sm.wildcards.model}.{sm.wildcards.debias}")
     schemas.write(permsc.summed_costs([schemas.read(p, "cost") for p in sm.input.costs]), sm.output.cost, "cost")
     parts = [json.loads(Path(p).read_text()) for p in sm.input.stats]
     stats = {"order": "original", "debias": sm.wildcards.debias, "aggregated_orders": [s["order"] for s in parts],

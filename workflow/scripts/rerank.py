@@ -6,7 +6,7 @@ import json
 import time
 from pathlib import Path
 
-from posbias import debiasing, orders, rerankers, schemas
+from posbias import debiasing, orders, rerankers, runs, schemas
 from posbias.data.collection import grades_by_query
 from posbias.errors import PosbiasError
 from posbias.jobs import logged
@@ -40,6 +40,7 @@ with logged(sm.log[0], "rerank") as log:
                                    sm.params.model["batch_size"])
     wall = time.perf_counter() - start
     schemas.write(run, sm.output.run, "run")
+    runs.write_trec(run, sm.output.trec, f"{sm.wildcards.model}.{sm.wildcards.debias}")  # for trec_eval, ranx, rank_llm
     schemas.write(window_log, sm.output.windows, "window_log")
     schemas.write(cost, sm.output.cost, "cost")
     stats = {
