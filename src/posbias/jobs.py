@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from posbias import provenance
 from posbias.errors import PosbiasError
 
 
@@ -25,16 +26,18 @@ def put_on_pythonpath(folder: str) -> None:
 
 
 @contextlib.contextmanager
-def logged(log_path: str | os.PathLike, name: str) -> Iterator[logging.Logger]:
-    """Redirect fds 1 and 2 to ``log_path`` for the duration, and yield a configured logger.
+def logged(job, name: str) -> Iterator[logging.Logger]:
+    """Redirect fds 1 and 2 to the log of ``job`` (the ``snakemake`` object of a script job) for the
+    duration, record the job for the provenance of what it writes, and yield a configured logger.
 
     A job that fails writes its full traceback to the log and one line to the console: the
     :class:`~posbias.errors.PosbiasError` message (which names the file, key or line and the fix), or
     the exception's type and message for anything else; then it exits with status 1, and Snakemake
     removes the job's outputs.
     """
-    log_path = Path(log_path)
+    log_path = Path(job.log[0])
     log_path.parent.mkdir(parents=True, exist_ok=True)
+    provenance.set_job(job.rule, dict(job.wildcards.items()), dict(job.params.items()), job.config.get("seed"))
     sys.stdout.flush()
     sys.stderr.flush()
     saved = os.dup(1), os.dup(2)

@@ -8,6 +8,7 @@ Ids are strings everywhere; runs are sorted and tie-free (see :mod:`posbias.runs
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from posbias import provenance
 from posbias.errors import PosbiasError
 
 CORPUS = pa.schema([("doc_id", pa.string()), ("title", pa.string()), ("text", pa.string())])
@@ -243,9 +245,12 @@ def conform(frame: pl.DataFrame, schema: pa.Schema, what: str) -> pa.Table:
 
 
 def write(frame: pl.DataFrame, path: str | os.PathLike, kind: str) -> None:
-    """Validate ``frame`` against schema ``kind`` and write it atomically to ``path``."""
+    """Validate ``frame`` against schema ``kind`` and write it atomically to ``path``, with the provenance
+    record (:mod:`posbias.provenance`) in the Parquet schema metadata."""
     path = Path(path)
     table = conform(frame, SCHEMAS[kind], f"{kind} table for {path}")
+    meta = {**(table.schema.metadata or {}), provenance.KEY.encode(): json.dumps(provenance.record(), sort_keys=True)}
+    table = table.replace_schema_metadata(meta)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:

@@ -5,7 +5,7 @@ from posbias.augment import augment
 from posbias.jobs import logged
 
 sm = snakemake  # noqa: F821
-with logged(sm.log[0], "augment") as log:
+with logged(sm, "augment") as log:
     listwise = schemas.read(sm.input[0], "listwise")
     out = augment(listwise, sm.wildcards.aug, sm.params.n_groups, sm.params.seed)
     schemas.write(out, sm.output[0], "listwise")

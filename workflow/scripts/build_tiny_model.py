@@ -9,7 +9,7 @@ from posbias.models import build_tiny_causal_lm, build_tiny_masked_lm
 
 sm = snakemake  # noqa: F821
 builders = {"masked_lm": build_tiny_masked_lm, "causal_lm": build_tiny_causal_lm}
-with logged(sm.log[0], "build_tiny_model") as log:
+with logged(sm, "build_tiny_model") as log:
     corpus = schemas.read(sm.input.corpus, "corpus")
     texts = list(passage_texts(corpus).values())
     sizes = {k: v for k, v in sm.params.tiny.items() if k != "train_on"}

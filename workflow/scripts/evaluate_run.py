@@ -4,7 +4,7 @@ from posbias import metrics, schemas
 from posbias.jobs import logged
 
 sm = snakemake  # noqa: F821
-with logged(sm.log[0], "evaluate_run") as log:
+with logged(sm, "evaluate_run") as log:
     run = schemas.read(sm.input.run, "run")
     qrels = schemas.read(sm.input.qrels, "qrels")
     per_query = metrics.evaluate(run, qrels, sm.params.measures, sm.wildcards.retriever, sm.wildcards.dataset)

@@ -5,7 +5,7 @@ from posbias.jobs import logged
 from posbias.retrieval.fusion import rrf
 
 sm = snakemake  # noqa: F821
-with logged(sm.log[0], "fuse_rrf") as log:
+with logged(sm, "fuse_rrf") as log:
     fused = rrf([schemas.read(p, "run") for p in sm.input.runs], k=sm.params.spec["k"], depth=sm.params.spec["depth"])
     schemas.write(fused, sm.output.run, "run")
     runs.write_trec(fused, sm.output.trec, sm.wildcards.retriever)

@@ -7,7 +7,7 @@ from posbias.data.imported import read_rank_llm
 from posbias.jobs import logged
 
 sm = snakemake  # noqa: F821
-with logged(sm.log[0], "import_run") as log:
+with logged(sm, "import_run") as log:
     spec = sm.params.spec
     path = Path(spec["path"])
     run = read_rank_llm(path)[2] if spec["format"] == "rank_llm" else runs.read_trec(path)

@@ -8,7 +8,7 @@ from posbias.retrieval import dense, lucene, splade
 
 sm = snakemake  # noqa: F821
 spec, out = sm.params.spec, Path(sm.output[0])
-with logged(sm.log[0], "index") as log:
+with logged(sm, "index") as log:
     corpus = schemas.read(sm.input.corpus, "corpus")
     if spec["kind"] == "bm25":
         lucene.build_bm25_index(corpus, out, sm.threads)

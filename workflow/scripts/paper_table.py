@@ -9,7 +9,7 @@ SCHEMAS = {"metrics": "rerank_metrics", "summaries": "rerank_summary", "curves":
            "first_stage": "metrics"}
 
 sm = snakemake  # noqa: F821
-with logged(sm.log[0], "paper_table") as log:
+with logged(sm, "paper_table") as log:
     name = sm.wildcards.table
     inputs = {key: pl.concat([schemas.read(p, SCHEMAS[key]) for p in sm.input[key]]) for key in SCHEMAS
               if key in sm.input.keys()}

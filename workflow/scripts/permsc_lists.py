@@ -9,7 +9,7 @@ from posbias import permsc, runs, schemas
 from posbias.jobs import logged
 
 sm = snakemake  # noqa: F821
-with logged(sm.log[0], "permsc_lists") as log:
+with logged(sm, "permsc_lists") as log:
     run = permsc.aggregate_runs([schemas.read(p, "run") for p in sm.input.runs], sm.params.aggregation)
     schemas.write(run, sm.output.run, "run")
     runs.write_trec(run, sm.output.trec, f"{sm.wildcards.model}.{sm.wildcards.debias}")

@@ -4,7 +4,7 @@ from posbias import data, schemas
 from posbias.jobs import logged
 
 sm = snakemake  # noqa: F821  (injected by Snakemake)
-with logged(sm.log[0], "prepare_dataset") as log:
+with logged(sm, "prepare_dataset") as log:
     coll = data.load(sm.wildcards.dataset, sm.params.spec, sm.params.seed, sm.params.irds_home)
     schemas.write(coll.corpus, sm.output.corpus, "corpus")
     schemas.write(coll.queries, sm.output.queries, "queries")

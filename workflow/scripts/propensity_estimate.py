@@ -5,7 +5,7 @@ from posbias.jobs import logged
 from posbias.paper.omega import omega_heatmap
 
 sm = snakemake  # noqa: F821
-with logged(sm.log[0], "propensity_estimate") as log:
+with logged(sm, "propensity_estimate") as log:
     omega = propensity.estimate(schemas.read(sm.input[0], "transitions"), sm.params.k, sm.params.smoothing)
     schemas.write(propensity.to_frame(omega), sm.output.omega, "omega")
     omega_heatmap(omega, sm.output.heatmap, f"{sm.wildcards.model}: P(output rank | input position)")

@@ -6,7 +6,7 @@ from posbias.jobs import logged
 from posbias.rerank import rerank
 
 sm = snakemake  # noqa: F821
-with logged(sm.log[0], "propensity_rerank") as log:
+with logged(sm, "propensity_rerank") as log:
     sampled = schemas.read(sm.input.samples, "propensity_samples")
     queries = schemas.read(sm.input.queries, "queries")
     corpus = schemas.read(sm.input.corpus, "corpus")

@@ -14,7 +14,7 @@ from posbias.rerank import present_candidates, rerank
 
 sm = snakemake  # noqa: F821
 rr, seed = sm.params.settings, sm.params.seed  # only the config keys this job reads (config.rerank_settings)
-with logged(sm.log[0], "rerank") as log:
+with logged(sm, "rerank") as log:
     grades = grades_by_query(schemas.read(sm.input.qrels, "qrels"))
     order = orders.parse(sm.wildcards.order)
     shown = present_candidates(

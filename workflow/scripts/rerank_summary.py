@@ -10,7 +10,7 @@ from posbias.jobs import logged
 sm = snakemake  # noqa: F821
 w, position = sm.wildcards, sm.params.position  # the position protocol's keys; {} without position orders
 keys = {"model": w.model, "dataset": w.dataset, "retriever": w.retriever, "debias": w.debias}
-with logged(sm.log[0], "rerank_summary") as log:
+with logged(sm, "rerank_summary") as log:
     qrels = schemas.read(sm.input.qrels, "qrels")
     first_stage = schemas.read(sm.input.first_stage, "run")
     reranked = {order: schemas.read(path, "run") for order, path in zip(sm.params.orders, sm.input.runs)}

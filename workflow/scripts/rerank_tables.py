@@ -10,7 +10,7 @@ from posbias.paper.position_curve import position_curve_figure
 from posbias.paper.rerank_overview import rerank_table
 
 sm = snakemake  # noqa: F821
-with logged(sm.log[0], "rerank_tables") as log:
+with logged(sm, "rerank_tables") as log:
     summary = pl.concat([schemas.read(p, "rerank_summary") for p in sm.input.summaries])
     curves = pl.concat([schemas.read(p, "position_curve") for p in sm.input.curves])
     table = rerank_table(summary, sm.params.window, sm.params.step)

@@ -9,7 +9,7 @@ from posbias.jobs import logged
 from posbias.paper.retrieval import retrieval_table
 
 sm = snakemake  # noqa: F821
-with logged(sm.log[0], "retrieval_table") as log:
+with logged(sm, "retrieval_table") as log:
     per_query = pl.concat([schemas.read(p, "metrics") for p in sm.input])
     aggregated = metrics.aggregate(per_query)
     schemas.write(aggregated, sm.output.parquet, "summary")

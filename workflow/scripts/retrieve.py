@@ -10,7 +10,7 @@ from posbias.retrieval import dense, lucene, splade
 sm = snakemake  # noqa: F821
 spec = sm.params.spec
 index = sm.params.prebuilt or Path(sm.input.index)  # a prebuilt index is a name, the workflow's a folder
-with logged(sm.log[0], "retrieve") as log:
+with logged(sm, "retrieve") as log:
     queries = schemas.read(sm.input.queries, "queries")
     if spec["kind"] == "bm25":
         run, empty = lucene.search_bm25(index, queries, spec["depth"], spec["k1"], spec["b"], sm.threads)

@@ -6,7 +6,7 @@ from posbias.retrieval import oracle
 
 sm = snakemake  # noqa: F821
 spec = sm.params.spec
-with logged(sm.log[0], "retrieve_oracle") as log:
+with logged(sm, "retrieve_oracle") as log:
     run, empty = oracle.search(schemas.read(sm.input.qrels, "qrels"), schemas.read(sm.input.queries, "queries"),
                                spec["noise"], spec["depth"], sm.params.seed)
     if empty:

@@ -10,7 +10,7 @@ from posbias.jobs import logged
 
 sm = snakemake  # noqa: F821
 oc = sm.params.ocsft
-with logged(sm.log[0], "silver_labels") as log:
+with logged(sm, "silver_labels") as log:
     grades = grades_by_query(schemas.read(sm.input.qrels, "qrels"))
     if sm.wildcards.teacher == silver.QRELS_TEACHER:
         teacher = silver.QRELS_TEACHER

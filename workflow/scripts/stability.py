@@ -6,7 +6,7 @@ from posbias import schemas, stability
 from posbias.jobs import logged
 
 sm = snakemake  # noqa: F821
-with logged(sm.log[0], "stability") as log:
+with logged(sm, "stability") as log:
     runs = dict(zip(sm.params.orders, sm.input.runs))
     costs = pl.concat([schemas.read(p, "cost") for p in sm.input.costs])
     table = stability.stability_table(

@@ -9,7 +9,7 @@ from posbias.jobs import logged
 from posbias.paper.bsc_curve import bsc_figure
 
 sm = snakemake  # noqa: F821
-with logged(sm.log[0], "stability_table") as log:
+with logged(sm, "stability_table") as log:
     table = pl.concat([schemas.read(p, "stability") for p in sm.input.tables])
     seconds = {Path(p).stem: float(pl.read_csv(p, separator="\t")["s"][0]) for p in sm.input.train_benchmarks}
     paper.write(paper.stability(table, seconds), sm.output.table[: -len(".md")], paper.STABILITY_TITLE)

@@ -18,7 +18,7 @@ from posbias.training import TrainSpec, launch_distributed, train
 
 sm = snakemake  # noqa: F821
 run = sm.params.run
-with logged(sm.log[0], "train") as log:
+with logged(sm, "train") as log:
     torch.set_num_threads(sm.threads)
     operational = {k: v for k, v in sm.config["training"][sm.wildcards.model]["hyper"].items()
                    if k in TRAIN_OPERATIONAL}  # logging and checkpointing: read here, not params (no retraining)

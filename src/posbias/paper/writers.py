@@ -8,11 +8,14 @@ counts); :func:`write` writes ``<stem>.md``, ``.csv`` and ``.tex``. A figure is 
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
+
+from posbias import provenance
 
 
 @dataclass
@@ -33,18 +36,20 @@ def fmt_sd(mean: float, sd: float, digits: int = 4) -> str:
 
 
 def write(table: Table, stem: str | Path, title: str) -> list[Path]:
-    """``stem``.md (title, table, notes), ``stem``.csv (the numbers) and ``stem``.tex (booktabs)."""
+    """``stem``.md (title, table, notes), ``stem``.csv (the numbers) and ``stem``.tex (booktabs); the
+    Markdown and LaTeX end with what produced them (:func:`posbias.provenance.line`)."""
     stem = Path(stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
     view = table.view
     header = "| " + " | ".join(view.columns) + " |"
     lines = [f"# {title}", "", header, "|" + "---|" * len(view.columns)]
     lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in view.iter_rows()]
-    lines += ["", table.notes, ""]
+    origin = provenance.line()
+    lines += ["", table.notes, "", f"_{origin}_", ""]
     md, csv, tex = stem.with_suffix(".md"), stem.with_suffix(".csv"), stem.with_suffix(".tex")
     md.write_text("\n".join(lines))
     table.data.write_csv(csv)
-    tex.write_text(_latex(view, title, table.notes))
+    tex.write_text(f"% {origin}\n" + _latex(view, title, table.notes))
     return [md, csv, tex]
 
 
@@ -76,9 +81,12 @@ def integer_x(axes) -> None:
 
 
 def save_figure(fig, path: str | Path, dpi: int = 120) -> None:
-    """Write ``fig`` as PNG at ``path`` and as PDF beside it (same stem), then close it."""
+    """Write ``fig`` as PNG at ``path`` and as PDF beside it (same stem), each with its provenance record
+    (PNG text chunk, PDF subject), then close it."""
     import matplotlib.pyplot as plt
 
-    fig.savefig(path, dpi=dpi)
-    fig.savefig(Path(path).with_suffix(".pdf"))
+    record = f"{provenance.KEY} " + json.dumps(provenance.record(), sort_keys=True)
+    fig.savefig(path, dpi=dpi, metadata={provenance.KEY: record[len(provenance.KEY) + 1:]})
+    # no CreationDate: the same figure gives the same bytes (the record has no time stamp either)
+    fig.savefig(Path(path).with_suffix(".pdf"), metadata={"Subject": record, "CreationDate": None})
     plt.close(fig)
