@@ -23,6 +23,7 @@ Stage targets: `snakemake data`, `snakemake retrieval`, `snakemake evaluation`, 
 
 from snakemake.utils import min_version
 
+from posbias import provenance
 from posbias.jobs import put_on_pythonpath
 
 min_version("9.0")
@@ -81,6 +82,10 @@ rule all:
         rules.training.input,
         rules.ocsft.input,
         rules.report.input,
+
+
+onstart:
+    print(f"posbias: {provenance.line().removeprefix('Produced by ').split(', rule')[0]}", file=sys.stderr)
 
 
 onsuccess:

@@ -1,0 +1,537 @@
+"""Config helpers the Snakefile uses: one-line validation messages and the experiment grid.
+
+Validation itself is Snakemake's ``validate`` against ``config/schema.yaml`` (which also fills
+defaults); :func:`explain` turns its jsonschema error into one line naming the key, the problem
+and the fix, with a "did you mean" for mistyped keys.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import functools
+from pathlib import Path
+
+from posbias import debiasing, methods, orders
+
+IMPORTED_PREFIX = "imported:"
+SCHEMA = Path(__file__).resolve().parents[2] / "config" / "schema.yaml"
+
+
+@functools.cache
+def schema() -> dict:
+    """The config schema (config/schema.yaml): the one place where every default is stated."""
+    import yaml
+
+    return yaml.safe_load(SCHEMA.read_text())
+
+
+def schema_node(*path: str) -> dict:
+    """The schema of the config object at ``path`` (through named entries: ``("training", "hyper")``)."""
+    node = schema()
+    for key in path:
+        props = node.get("properties", {})
+        node = props[key] if key in props else node["additionalProperties"]["properties"][key]
+    return node
+
+
+def defaults(*path: str) -> dict:
+    """The schema's defaults of the config object at ``path``, nested defaults filled in.
+
+    ``defaults("reranking")`` is what an empty ``reranking:`` section validates to;
+    ``defaults("training", "hyper")`` the trainer settings. Code outside the workflow (tests,
+    benches) takes its settings from here instead of restating them.
+    """
+    node = schema_node(*path)
+    return fill_defaults(node, copy.deepcopy(node.get("default", {})))
+
+
+def entry_defaults(section: str, field: str, value: str) -> dict:
+    """The schema's defaults of a named entry of ``section`` whose ``field`` is ``value``: the
+    entry's own defaults and those of the ``allOf`` branches that apply (e.g. a dataset's ``source``)."""
+    node = schema_node(section)["additionalProperties"]
+    out = {k: copy.deepcopy(v["default"]) for k, v in node.get("properties", {}).items() if "default" in v}
+    for branch in node.get("allOf", []):
+        condition = branch["if"]["properties"][field]
+        if condition.get("const") == value or value in condition.get("enum", []):
+            out |= {k: copy.deepcopy(v["default"]) for k, v in branch["then"].get("properties", {}).items()
+                    if "default" in v}
+    return out
+
+
+def model_defaults(kind: str) -> dict:
+    """The schema's defaults of a ``models:`` entry of this ``kind``."""
+    return entry_defaults("models", "kind", kind)
+
+
+def fill_defaults(node: dict, value):
+    """``value`` with the defaults of ``node``'s properties added where missing, recursively."""
+    if isinstance(value, dict):
+        for key, sub in node.get("properties", {}).items():
+            if key not in value and "default" in sub:
+                value[key] = copy.deepcopy(sub["default"])
+            if key in value:
+                value[key] = fill_defaults(sub, value[key])
+    return value
+
+
+def _dotted(path) -> str:
+    return ".".join(str(p) for p in path) or "(top level)"
+
+
+def explain(error) -> str:
+    """One line for a ``jsonschema.ValidationError`` raised while validating the config."""
+    where = _dotted(error.absolute_path)
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        allowed = sorted(error.schema.get("properties", {}))
+        unknown = sorted(set(error.instance) - set(allowed))
+        prefix = "" if where == "(top level)" else f"{where}."
+        hints = []
+        for key in unknown:
+            close = difflib.get_close_matches(key, allowed, n=1)
+            hints.append(f"{prefix}{key}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        return (
+            f"config: unknown key {', '.join(hints)}; allowed keys here: {', '.join(allowed)} "
+            "(see config/README.md)"
+        )
+    if error.validator == "required":
+        return f"config: {where} is missing a required key: {error.message} (see config/README.md)"
+    return f"config: {where}: {error.message} (see config/schema.yaml)"
+
+
+def explain_config(config: dict, schema: dict) -> str | None:
+    """The most useful one-line message among all schema violations of ``config`` (None if valid).
+
+    Unknown keys come first (a typo also makes a required key look missing), then missing keys.
+    """
+    import jsonschema
+
+    errors = list(jsonschema.Draft202012Validator(schema).iter_errors(config))
+    if not errors:
+        return None
+    flat = []
+    while errors:
+        error = errors.pop()
+        flat.append(error)
+        errors.extend(error.context or [])
+    rank = {"additionalProperties": 0, "required": 1}
+    flat.sort(key=lambda e: (rank.get(e.validator, 2), -len(e.absolute_path)))
+    return explain(flat[0])
+
+
+def dataset_retrievers(config: dict, dataset: str) -> list[str]:
+    """The retrievers run on ``dataset``: its imported runs, then its configured ``retrievers``."""
+    spec = config["datasets"][dataset]
+    imported = [f"{IMPORTED_PREFIX}{name}" for name in spec.get("runs", {})]
+    return imported + [r for r in spec.get("retrievers", []) if r not in imported]
+
+
+SEARCHED = ("bm25", "dense", "splade")  # retriever kinds that search an index
+
+
+def prebuilt_index(config: dict, dataset: str, retriever: str) -> str | None:
+    """The pyserini prebuilt index a retriever searches on a dataset, if the config names one."""
+    return config["datasets"][dataset].get("prebuilt", {}).get(retriever)
+
+
+def retriever_kind(config: dict, retriever: str) -> str:
+    if retriever.startswith(IMPORTED_PREFIX):
+        return "imported"
+    return config["retrievers"][retriever]["kind"]
+
+
+def check_grid(config: dict) -> None:
+    """Cross-reference checks the schema cannot express; raises ValueError with one line."""
+    for name, spec in config["datasets"].items():
+        for retriever in spec.get("retrievers", []):
+            if retriever.startswith(IMPORTED_PREFIX):
+                run = retriever[len(IMPORTED_PREFIX):]
+                if run not in spec.get("runs", {}):
+                    raise ValueError(f"config: datasets.{name}.retrievers names {retriever!r} but the dataset has no run {run!r}")
+            elif retriever not in config["retrievers"]:
+                raise ValueError(
+                    f"config: datasets.{name}.retrievers names unknown retriever {retriever!r}; "
+                    f"defined: {', '.join(sorted(config['retrievers']))}"
+                )
+        for retriever in spec.get("prebuilt", {}):
+            if retriever not in spec.get("retrievers", []) or retriever_kind(config, retriever) not in SEARCHED:
+                raise ValueError(f"config: datasets.{name}.prebuilt names {retriever!r}, which is not a bm25, dense or "
+                                 f"splade retriever in datasets.{name}.retrievers")
+        for retriever in dataset_retrievers(config, name):
+            if retriever_kind(config, retriever) == "rrf":
+                for part in config["retrievers"][retriever]["runs"]:
+                    if part not in dataset_retrievers(config, name):
+                        raise ValueError(
+                            f"config: retriever {retriever!r} fuses {part!r}, which dataset {name!r} does not run; "
+                            f"add {part!r} to datasets.{name}.retrievers"
+                        )
+    for name, spec in config["retrievers"].items():
+        model = spec.get("model")
+        if model and model in config.get("models", {}) and not config["models"][model].get("build") \
+                and not config["models"][model].get("path"):
+            raise ValueError(f"config: models.{model} needs a `path` or `build: tiny` (used by retrievers.{name})")
+
+
+_FILE_KEYS = ("path", "topics", "qrels", "corpus")
+# What a dataset entry says about other stages (which retrievers run on it, their prebuilt indexes,
+# whether it may be skipped): not read by the data stage, so editing them reruns no data job.
+_NOT_DATA_KEYS = ("retrievers", "prebuilt", "optional")
+
+
+def dataset_files(spec: dict) -> list[str]:
+    """The local files a dataset entry names, as the data stage reads them (a BEIR folder's three files);
+    none for ir_datasets (keyed by id) and the generated sources."""
+    if spec["source"] == "beir":
+        root = Path(spec["path"])
+        return [str(root / "corpus.jsonl"), str(root / "queries.jsonl"), str(root / "qrels" / f"{spec['split']}.tsv")]
+    return [spec[k] for k in _FILE_KEYS if k in spec] + [r["path"] for r in spec.get("runs", {}).values()]
+
+
+def data_settings(spec: dict) -> dict:
+    """The keys of a dataset entry the data stage reads."""
+    return {k: v for k, v in spec.items() if k not in _NOT_DATA_KEYS}
+
+
+def check_duplicate_keys(paths) -> None:
+    """A key written twice in one mapping of a YAML config file is an error (PyYAML keeps the last one
+    silently); ValueError naming the file, both lines and the key."""
+    import yaml
+
+    class Strict(yaml.SafeLoader):
+        def construct_mapping(self, node, deep=False):
+            seen: dict = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue  # `<<: *anchor` merges; an explicit key after it overrides on purpose
+                key = self.construct_object(key_node, deep=deep)
+                if key in seen:
+                    raise ValueError(f"config: {self.name}:{key_node.start_mark.line + 1}: key {key!r} appears twice "
+                                     f"in one mapping (first at line {seen[key]}); the last one would silently win: "
+                                     "keep one")
+                seen[key] = key_node.start_mark.line + 1
+            return super().construct_mapping(node, deep=deep)
+
+    for path in paths:
+        with open(path, encoding="utf-8") as handle:
+            yaml.load(handle, Loader=Strict)  # noqa: S506 (a SafeLoader subclass)
+
+
+def check_settings(config: dict) -> None:
+    """Mistakes the config alone shows, beyond what the schema can say; ValueError with one line."""
+    rr = config["reranking"]
+    if rr["step"] > rr["window"]:
+        raise ValueError(f"config: reranking.step {rr['step']} is larger than reranking.window {rr['window']}: "
+                         "passages between two windows would never be compared; set step ≤ window")
+    import ir_measures
+
+    for measure in config["evaluation"]["measures"]:
+        try:
+            ir_measures.parse_measure(measure)
+        except (ValueError, NameError, SyntaxError, TypeError, AttributeError):
+            raise ValueError(f"config: evaluation.measures: {measure!r} is not an ir_measures measure; write it "
+                             "as ir_measures does, e.g. nDCG@10, R@100, AP(rel=2)") from None
+    for name, spec in config["models"].items():
+        path = spec.get("path", "")
+        built = Path(path).expanduser().resolve().is_relative_to(Path("results/models").resolve())
+        if path.startswith((".", "/", "~")) and not built and not Path(path).expanduser().is_dir():
+            raise ValueError(f"config: models.{name}.path {path}: no such local model folder; fix the path (a hub "
+                             "id has no leading ./ or /)")
+        train_on = spec.get("tiny", {}).get("train_on")
+        if spec.get("build") and train_on and train_on not in config["datasets"]:
+            raise ValueError(f"config: models.{name}.tiny.train_on {train_on!r} is not a datasets entry; "
+                             f"use one of {', '.join(config['datasets'])}")
+    prop = config.get("propensity", {})
+    retriever = config["retrievers"].get(prop.get("retriever", ""))
+    if prop.get("model") and retriever and prop["k"] > retriever["depth"]:
+        raise ValueError(f"config: propensity.k {prop['k']} is above the depth {retriever['depth']} of retriever "
+                         f"{prop['retriever']!r}; lower propensity.k or raise retrievers.{prop['retriever']}.depth")
+    for i, e in enumerate(rr["experiments"]):
+        depth = e.get("depth", rr["depth"])
+        positions = [int(o.split("-")[1]) for o in orders_of(config, e) if o.startswith("position-")]
+        if positions and max(positions) > depth:
+            raise ValueError(f"config: reranking.experiments[{i}] asks for position-{max(positions)} but reranks "
+                             f"only the top {depth}; drop that order or raise the experiment's depth")
+
+
+def drop_unavailable(config: dict) -> list[str]:
+    """Remove ``optional`` datasets whose local files are missing (and experiments on them); return their names."""
+    dropped = []
+    for name, spec in list(config["datasets"].items()):
+        if not spec.get("optional"):
+            continue
+        if any(not Path(f).expanduser().exists() for f in dataset_files(spec)):
+            dropped.append(name)
+            del config["datasets"][name]
+    rr = config.get("reranking", {})
+    rr["experiments"] = [e for e in rr.get("experiments", []) if e["dataset"] not in dropped]
+    return dropped
+
+
+def orders_of(config: dict, experiment: dict) -> list[str]:
+    """The evaluation orders of one reranking experiment."""
+    if "orders" in experiment:
+        return list(experiment["orders"])
+    rr = config["reranking"]
+    return (["original"] + [f"shuffled-{s}" for s in range(rr["shuffles"])]
+            + [f"position-{p}" for p in range(1, rr["positions"] + 1)])
+
+
+def experiment_key(experiment: dict) -> tuple[str, str, str]:
+    return experiment["model"], experiment["dataset"], experiment["retriever"]
+
+
+def orders_for(config: dict, experiment: dict, debias: str) -> list[str]:
+    """The orders a debiasing method runs on: original and shuffled, plus positions if in ``position_debias``;
+    a list-level method (PermSC over K reranked shuffles) has one result, written as ``original``."""
+    if debiasing.parse(debias).level == "list":
+        return ["original"]
+    with_positions = debias in experiment.get("position_debias", ["none"])
+    return [o for o in orders_of(config, experiment) if with_positions or not o.startswith("position-")]
+
+
+def rerank_settings(config: dict, model: str, dataset: str, retriever: str, order: str, debias: str) -> dict:
+    """What one ``rerank`` job reads from the config, and nothing else: its experiment's depth and query
+    limit, the window and step, the position protocol's keys for a position order, the word budget for
+    a model that reads passage text, and its debiasing method's settings. A job's params are exactly
+    this, so adding an experiment or editing a key the job does not read reruns none of it."""
+    rr = config["reranking"]
+    experiment = next(e for e in rr["experiments"] if experiment_key(e) == (model, dataset, retriever))
+    out = {"depth": experiment.get("depth", rr["depth"]), "queries": experiment.get("queries"),
+           "window": rr["window"], "step": rr["step"], "debias": debiasing.options(rr, debias)}
+    if orders.parse(order).kind == "position":
+        out |= {"relevant_grade": rr["relevant_grade"], "position_k": rr["position_k"]}
+    if config["models"][model]["kind"] == "causal_lm":
+        out["word_budget"] = rr["word_budget"]
+    return out
+
+
+def position_settings(config: dict, model: str, dataset: str, retriever: str, debias: str) -> dict:
+    """The position protocol's keys for a summary whose orders include position orders, else nothing."""
+    rr = config["reranking"]
+    experiment = next(e for e in rr["experiments"] if experiment_key(e) == (model, dataset, retriever))
+    if not any(o.startswith("position-") for o in orders_for(config, experiment, debias)):
+        return {}
+    return {"relevant_grade": rr["relevant_grade"], "position_k": rr["position_k"]}
+
+
+# Trainer settings that change how a run is logged and checkpointed, not the model it trains: the train
+# job reads them from the config, not its params, so editing them retrains nothing.
+TRAIN_OPERATIONAL = ("logging_steps", "save_steps", "save_total_limit")
+
+
+def train_settings(config: dict, name: str) -> dict:
+    """What a ``train`` job's result depends on: its training entry without the operational trainer
+    settings and without the list of sibling seeds (adding a seed trains only the new one)."""
+    run = config["training"][name]
+    hyper = {k: v for k, v in run["hyper"].items() if k not in TRAIN_OPERATIONAL}
+    return {k: v for k, v in run.items() if k not in ("seeds", "hyper")} | {"hyper": hyper}
+
+
+def training_labels(config: dict) -> dict:
+    """What the paper tables and figures read of the training entries: method, augmentation and, for
+    seeded models, the entry they are a seed of and the seed."""
+    return {name: {k: run[k] for k in ("method", "aug", "variant", "seed") if k in run}
+            for name, run in config.get("training", {}).items()}
+
+
+def list_inputs(debias: str) -> list[str]:
+    """The orders (of debias ``none``) a list-level method aggregates: ``shuffled-0`` … ``shuffled-(K−1)``."""
+    return [f"shuffled-{s}" for s in range(debiasing.parse(debias).k)]
+
+
+def rerank_grid(config: dict) -> list[tuple[str, str, str, str, str]]:
+    """Every (model, dataset, retriever, order, debias) the reranking experiments ask for."""
+    out = []
+    for e in config["reranking"]["experiments"]:
+        methods = list(dict.fromkeys(e.get("debias", ["none"]) + e.get("position_debias", ["none"])))
+        for debias in methods:
+            out += [(*experiment_key(e), order, debias) for order in orders_for(config, e, debias)]
+    return out
+
+
+def summaries(config: dict) -> list[tuple[str, str, str, str]]:
+    """Every (model, dataset, retriever, debias) that gets a summary."""
+    return list(dict.fromkeys((m, d, r, b) for m, d, r, _, b in rerank_grid(config)))
+
+
+def check_experiments(config: dict) -> None:
+    """Cross-references of reranking experiments; raises ValueError with one line."""
+    seen = set()
+    for i, e in enumerate(config["reranking"]["experiments"]):
+        where = f"reranking.experiments[{i}]"
+        model = config["models"].get(e["model"])
+        if model is None or model["kind"] not in ("causal_lm", "simulated"):
+            raise ValueError(f"config: {where}.model {e['model']!r} is not a models entry of kind causal_lm or simulated")
+        if e["dataset"] not in config["datasets"]:
+            raise ValueError(f"config: {where}.dataset {e['dataset']!r} is not a datasets entry")
+        if e["retriever"] not in dataset_retrievers(config, e["dataset"]):
+            raise ValueError(f"config: {where}.retriever {e['retriever']!r} is not run on dataset {e['dataset']!r}")
+        if model.get("mode") == "grades" and set(e.get("debias", ["none"]) + e.get("position_debias", ["none"])) != {"none"}:
+            raise ValueError(f"config: {where}: {e['model']!r} is a pointwise grades scorer; its debiasing (BSC@K) "
+                             "is computed by the stability stage, so leave `debias` out")
+        for key in ("debias", "position_debias"):
+            for name in e.get(key, []):
+                try:
+                    spec = debiasing.parse(name)
+                    debiasing.options(config["reranking"], name)  # e.g. a variant that is not defined
+                except ValueError as exc:
+                    raise ValueError(f"config: {where}.{key}: {exc}") from None
+                if spec.level == "list":
+                    missing = [o for o in list_inputs(name) if o not in orders_of(config, e)]
+                    if key == "position_debias":
+                        raise ValueError(f"config: {where}.position_debias: {name} aggregates whole shuffled lists "
+                                         "and has no position orders; list it under `debias`")
+                    if missing or "none" not in e.get("debias", ["none"]):
+                        raise ValueError(f"config: {where}.debias: {name} aggregates the reranked lists of "
+                                         f"{', '.join(list_inputs(name))} (debias none); "
+                                         + (f"add {', '.join(missing)} to the orders" if missing
+                                            else "add none to debias"))
+        for name in e.get("orders", []):
+            try:
+                orders.parse(name)
+            except ValueError as exc:
+                raise ValueError(f"config: {where}.orders: {exc}") from None
+        if experiment_key(e) in seen:
+            raise ValueError(f"config: {where} repeats model/dataset/retriever {experiment_key(e)}")
+        seen.add(experiment_key(e))
+        positions = [int(o.split("-")[1]) for o in orders_of(config, e) if o.startswith("position-")]
+        if positions and max(positions) > config["reranking"]["position_k"]:
+            raise ValueError(f"config: {where} asks for position-{max(positions)} beyond reranking.position_k")
+
+
+def silver_teacher(config: dict, run: dict) -> str:
+    """The teacher of a pointwise run: its own ``teacher``, else ``ocsft.teacher``, else its base model."""
+    return run.get("teacher") or config.get("ocsft", {}).get("teacher") or run["base_model"]
+
+
+def silver_shuffles(config: dict, run: dict) -> int:
+    """Teacher shuffles T a pointwise run needs (0: first-stage order only)."""
+    return config["ocsft"]["shuffles"] if methods.get(run["method"]).shuffled_silver else 0
+
+
+def silver_path(config: dict, run: dict) -> str:
+    return f"results/silver/{run['data']}/{silver_teacher(config, run)}/t{silver_shuffles(config, run)}.parquet"
+
+
+def is_grades(config: dict, model: str) -> bool:
+    spec = config["models"].get(model, {})
+    return spec.get("mode") == "grades"
+
+
+def listwise_datasets(config: dict) -> list[str]:
+    """Datasets that carry listwise training instances."""
+    return [name for name, spec in config["datasets"].items()
+            if spec["source"] == "listwise" or (spec["source"] in ("synthetic", "toy") and spec.get("split") == "train")]
+
+
+def expand_seeds(config: dict) -> None:
+    """Replace each training entry with ``seeds: [s, …]`` by one entry ``<name>-s<s>`` per seed (with
+    ``seed`` and ``variant: <name>``), and each reranking experiment on ``<name>`` by one per seed's model.
+    A seeded entry whose ``base_model`` is another seeded entry continues from that entry's model of
+    the same seed.
+
+    The seed is part of the model's name, so every downstream file path carries it like any other
+    model; :func:`variant_of` maps a model back to the training entry it is a seed of.
+    """
+    training = config.get("training", {})
+    expanded: dict[str, list[str]] = {}
+    for name in list(training):
+        run = training.pop(name)
+        seeds = run.pop("seeds", None)
+        if seeds is None:
+            training[name] = run
+            continue
+        expanded[name] = [f"{name}-s{seed}" for seed in seeds]
+        for seed, model in zip(seeds, expanded[name]):
+            if model in training or model in config.get("models", {}):
+                raise ValueError(f"config: training.{name} seed {seed} makes the model name {model!r}, "
+                                 "which is already taken; rename one of them")
+            training[model] = {**run, "seed": seed, "variant": name}
+    for name, models in expanded.items():
+        for model in models:
+            run = training[model]
+            if run["base_model"] in expanded:
+                base = f"{run['base_model']}-s{run['seed']}"
+                if base not in training:
+                    raise ValueError(f"config: training.{name} (seed {run['seed']}) continues from "
+                                     f"{run['base_model']!r}, which has no seed {run['seed']}; give both the same seeds")
+                run["base_model"] = base
+    rr = config.get("reranking", {})
+    rr["experiments"] = [{**e, "model": model} for e in rr.get("experiments", [])
+                         for model in expanded.get(e["model"], [e["model"]])]
+
+
+def variant_of(training: dict, model: str) -> str:
+    """The training entry a model is one seed of (``training.<name>.seeds``), else the model itself;
+    ``training`` is the config's ``training`` block after :func:`expand_seeds`."""
+    return training.get(model, {}).get("variant", model)
+
+
+def register_trained_models(config: dict) -> None:
+    """Make every ``training`` entry a causal_lm model at ``results/models/<name>``, in its base's mode.
+
+    Raises ValueError with one line on a bad cross-reference.
+    """
+    pending = dict(config.get("training", {}))
+    while pending:  # a run may continue from another run's model: register bases first
+        ready = [n for n, r in pending.items() if r["base_model"] not in pending]
+        if not ready:
+            raise ValueError(f"config: training entries {sorted(pending)} continue from each other in a cycle")
+        for name in ready:
+            _register(config, name, pending.pop(name))
+    _check_propensity(config)
+
+
+def _register(config: dict, name: str, run: dict) -> None:
+    """Check one training entry's cross-references and add its model to ``models``."""
+    where = f"config: training.{name}"
+    try:
+        method = methods.get(run["method"])
+    except ValueError as exc:
+        raise ValueError(f"{where}.method: {exc}") from None
+    base = config["models"].get(run["base_model"])
+    if base is None or base["kind"] != "causal_lm":
+        raise ValueError(f"{where}.base_model {run['base_model']!r} is not a models entry of kind causal_lm")
+    pointwise = method.pointwise
+    if pointwise != (base.get("mode") == "grades"):
+        raise ValueError(f"{where}: method {run['method']!r} needs a base model in mode "
+                         f"{'grades' if pointwise else 'first'}; {run['base_model']!r} is in mode {base.get('mode')!r}")
+    if pointwise:
+        teacher = silver_teacher(config, run)
+        if teacher != "qrels" and not (teacher in config["models"] and is_grades(config, teacher)):
+            raise ValueError(f"{where}: silver-label teacher {teacher!r} is neither 'qrels' nor a models entry in mode grades")
+        if run["data"] not in config["datasets"]:
+            raise ValueError(f"{where}.data {run['data']!r} is not a datasets entry")
+        if config["ocsft"]["retriever"] not in dataset_retrievers(config, run["data"]):
+            raise ValueError(f"{where}: ocsft.retriever {config['ocsft']['retriever']!r} is not run on {run['data']!r}")
+    elif base.get("identifiers", "letters") != "letters":
+        raise ValueError(f"{where}.base_model {run['base_model']!r} uses {base['identifiers']} identifiers; listwise "
+                         "training reads one letter token per passage ([A] … [T]): set its identifiers to letters")
+    elif run["data"] not in listwise_datasets(config):
+        raise ValueError(f"{where}.data {run['data']!r} has no listwise training instances "
+                         "(use a `listwise` dataset or a synthetic `train` split)")
+    if method.needs_omega and not config.get("propensity", {}).get("model"):
+        raise ValueError(f"{where}: method {run['method']!r} needs a propensity estimate; set propensity.model")
+    if name in config["models"]:
+        raise ValueError(f"{where}: the name is already a models entry; trained models need their own names")
+    config["models"][name] = {**{k: base[k] for k in ("dtype", "max_context", "attn_implementation",
+                                                     "trust_remote_code", "batch_size", "grade_window", "prompt", "identifiers")
+                                 if k in base},
+                              "kind": "causal_lm", "mode": base["mode"], "path": f"results/models/{name}",
+                              "trained": True}
+
+
+def _check_propensity(config: dict) -> None:
+    prop = config.get("propensity", {})
+    if prop.get("model"):
+        if prop["model"] not in config["models"] or config["models"][prop["model"]]["kind"] not in ("causal_lm", "simulated"):
+            raise ValueError(f"config: propensity.model {prop['model']!r} is not a causal_lm or simulated model")
+        if prop.get("dataset") not in config["datasets"]:
+            raise ValueError(f"config: propensity.dataset {prop.get('dataset')!r} is not a datasets entry")
+        if prop["retriever"] not in dataset_retrievers(config, prop["dataset"]):
+            raise ValueError(f"config: propensity.retriever {prop['retriever']!r} is not run on {prop['dataset']!r}")
+
+
+def grid(config: dict) -> list[tuple[str, str]]:
+    """Every (dataset, retriever) pair the config asks for."""
+    return [(ds, r) for ds in config["datasets"] for r in dataset_retrievers(config, ds)]

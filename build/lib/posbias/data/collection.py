@@ -1,0 +1,109 @@
+"""A test collection in memory, and the checks every loader's output passes before it is written."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from posbias.errors import PosbiasError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Collection:
+    """Corpus, queries and qrels as polars frames with the columns of :mod:`posbias.schemas`.
+
+    ``runs`` holds first-stage runs that came with the data (imported candidate lists), keyed by
+    retriever name (``imported:<name>``); ``listwise`` holds training instances where the source has
+    them (teacher permutations of candidate lists).
+    """
+
+    corpus: pl.DataFrame
+    queries: pl.DataFrame
+    qrels: pl.DataFrame
+    runs: dict[str, pl.DataFrame] = field(default_factory=dict)
+    listwise: pl.DataFrame | None = None
+
+
+def corpus_frame(doc_ids: list[str], texts: list[str], titles: list[str] | None = None) -> pl.DataFrame:
+    """Build a corpus frame with string ids and an empty title where the source has none."""
+    return pl.DataFrame(
+        {
+            "doc_id": [str(d) for d in doc_ids],
+            "title": titles if titles is not None else [""] * len(doc_ids),
+            "text": texts,
+        },
+        schema={"doc_id": pl.String, "title": pl.String, "text": pl.String},
+    )
+
+
+def qrels_frame(query_ids: list, doc_ids: list, relevance: list[int]) -> pl.DataFrame:
+    return pl.DataFrame(
+        {"query_id": [str(q) for q in query_ids], "doc_id": [str(d) for d in doc_ids], "relevance": relevance},
+        schema={"query_id": pl.String, "doc_id": pl.String, "relevance": pl.Int32},
+    )
+
+
+def queries_frame(query_ids: list, texts: list[str]) -> pl.DataFrame:
+    return pl.DataFrame(
+        {"query_id": [str(q) for q in query_ids], "text": texts},
+        schema={"query_id": pl.String, "text": pl.String},
+    )
+
+
+def passage_texts(corpus: pl.DataFrame) -> dict[str, str]:
+    """doc id -> "title text": what rerankers and indexes read as a passage."""
+    return {d: f"{t} {x}".strip() for d, t, x in corpus.select("doc_id", "title", "text").iter_rows()}
+
+
+def grades_by_query(qrels: pl.DataFrame) -> dict[str, dict[str, int]]:
+    """query id -> {doc id: grade}."""
+    grades: dict[str, dict[str, int]] = {}
+    for q, d, g in qrels.select("query_id", "doc_id", "relevance").iter_rows():
+        grades.setdefault(q, {})[d] = g
+    return grades
+
+
+def check(coll: Collection, source: str) -> Collection:
+    """Reject unusable collections; warn about and drop qrels for unknown queries (an error when no
+    judged query is known: the qrels and topics are from different collections).
+
+    ``source`` names where the data came from (a file or a dataset id) so messages can point at it.
+    """
+    if coll.corpus.height == 0:
+        raise PosbiasError(f"{source}: the corpus is empty; check the corpus file or dataset id")
+    dups = coll.corpus.group_by("doc_id").len().filter(pl.col("len") > 1)
+    if dups.height:
+        examples = ", ".join(dups["doc_id"].head(3).to_list())
+        raise PosbiasError(
+            f"{source}: {dups.height} doc ids occur more than once in the corpus (e.g. {examples}); "
+            "doc ids must be unique: deduplicate the corpus file"
+        )
+    dup_q = coll.queries.group_by("query_id").len().filter(pl.col("len") > 1)
+    if dup_q.height:
+        raise PosbiasError(
+            f"{source}: {dup_q.height} query ids occur more than once (e.g. {dup_q['query_id'][0]}); "
+            "query ids must be unique"
+        )
+    known = set(coll.queries["query_id"].to_list())
+    unknown = coll.qrels.filter(~pl.col("query_id").is_in(known))
+    if unknown.height and unknown.height == coll.qrels.height:
+        raise PosbiasError(
+            f"{source}: no query judged in the qrels is among the {len(known)} queries (e.g. qrels query "
+            f"{unknown['query_id'][0]!r}, query {sorted(known)[0] if known else None!r}); the qrels and the "
+            "topics do not belong together"
+        )
+    if unknown.height:
+        n_queries = unknown["query_id"].n_unique()
+        log.warning(
+            "%s: qrels name %d queries (%d judgements) that are not among the queries; they are dropped",
+            source,
+            n_queries,
+            unknown.height,
+        )
+        coll.qrels = coll.qrels.filter(pl.col("query_id").is_in(known))
+    coll.qrels = coll.qrels.unique(["query_id", "doc_id"], keep="last", maintain_order=True)
+    return coll

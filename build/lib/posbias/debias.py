@@ -1,0 +1,195 @@
+"""Inference-time debiasing: rank aggregation (PermSC), calibration (CapCal) and score averaging (BSC).
+
+- :func:`kemeny`: the Kemeny-optimal consensus of several rankings (minimum total Kendall-τ
+  distance), exact as a 0/1 integer program solved by scipy's MILP (HiGHS). Variables are the
+  pairwise orders x_ij (i before j) for i < j in canonical (sorted id) order; transitivity is two
+  inequalities per triple. Among co-optimal consensuses the one closest (in Kendall distance) to
+  the Borda ranking wins, through a secondary objective too small to change the primary optimum;
+  the model depends only on the pairwise counts and on sorted ids, so the result does not depend
+  on the order the rankings are given in.
+- :func:`borda` and :func:`rrf_consensus`: cheaper aggregations; :func:`local_search` improves a
+  ranking by single-item moves, for lists longer than the exact solver should take;
+  :func:`aggregate` picks among them (PermSC's aggregation step, per window or over full lists).
+- :func:`capcal_scores`: content-agnostic probability calibration,
+  S(d) = P(d | x) − α·(P(d | x_empty) − 1/|C|), with α fixed or entropy-adaptive.
+- :func:`bsc`: the mean of each passage's score over several presentations, sorted.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from itertools import combinations
+
+import numpy as np
+
+
+def _check(rankings: Sequence[Sequence[str]]) -> list[str]:
+    if not rankings:
+        raise ValueError("need at least one ranking")
+    items = sorted(rankings[0])
+    for r in rankings:
+        if sorted(r) != items or len(set(r)) != len(r):
+            raise ValueError("every ranking must order the same distinct items")
+    return items
+
+
+def pairwise_counts(rankings: Sequence[Sequence[str]], items: list[str]) -> np.ndarray:
+    """C[i, j] = number of rankings that put items[i] before items[j]."""
+    index = {d: i for i, d in enumerate(items)}
+    counts = np.zeros((len(items), len(items)), dtype=np.int64)
+    for ranking in rankings:
+        pos = np.empty(len(items), dtype=np.int64)
+        for p, d in enumerate(ranking):
+            pos[index[d]] = p
+        counts += pos[:, None] < pos[None, :]
+    return counts
+
+
+def kendall_distance_total(ranking: Sequence[str], rankings: Sequence[Sequence[str]]) -> int:
+    """Σ over ``rankings`` of the number of pairs ordered differently from ``ranking``."""
+    items = sorted(ranking)
+    counts = pairwise_counts(rankings, items)
+    index = {d: i for i, d in enumerate(items)}
+    total = 0
+    for a, b in combinations(ranking, 2):  # a before b in ``ranking``
+        total += counts[index[b], index[a]]
+    return int(total)
+
+
+def borda(rankings: Sequence[Sequence[str]]) -> list[str]:
+    """Borda count (n − 1 − position points per ranking); ties by doc id."""
+    items = _check(rankings)
+    points = dict.fromkeys(items, 0)
+    for ranking in rankings:
+        for p, d in enumerate(ranking):
+            points[d] += len(ranking) - 1 - p
+    return sorted(items, key=lambda d: (-points[d], d))
+
+
+def rrf_consensus(rankings: Sequence[Sequence[str]], k: int = 60) -> list[str]:
+    """Reciprocal-rank fusion of rankings (Cormack et al., 2009); ties by doc id."""
+    items = _check(rankings)
+    score = dict.fromkeys(items, 0.0)
+    for ranking in rankings:
+        for p, d in enumerate(ranking):
+            score[d] += 1.0 / (k + p + 1)
+    return sorted(items, key=lambda d: (-score[d], d))
+
+
+def kemeny(rankings: Sequence[Sequence[str]]) -> list[str]:
+    """A Kemeny-optimal consensus ranking, best first (exact; meant for window-sized lists, n <= 20)."""
+    from scipy.optimize import Bounds, LinearConstraint, milp
+    from scipy.sparse import coo_matrix
+
+    items = _check(rankings)
+    n = len(items)
+    if n <= 2:
+        return borda(rankings)
+    counts = pairwise_counts(rankings, items)
+    pairs = list(combinations(range(n), 2))
+    var = {pair: v for v, pair in enumerate(pairs)}
+    # x_ij = 1 puts i before j: it costs the rankings that put j first, C[j, i]; x_ij = 0 costs C[i, j].
+    # Constant part Σ C[i, j] dropped; secondary: distance to the Borda order, scaled below 1 in total.
+    ref = {d: p for p, d in enumerate(borda(rankings))}
+    eps = 1.0 / (len(pairs) + 1)
+    cost = np.array([counts[j, i] - counts[i, j] + eps * (1.0 if ref[items[i]] > ref[items[j]] else -1.0)
+                     for i, j in pairs])
+    rows, cols, vals = [], [], []
+    row = 0
+    for i, j, k in combinations(range(n), 3):
+        # i<j<k: 0 <= x_ij + x_jk - x_ik <= 1 forbids exactly the two cyclic orders of the triple
+        for v, coef in ((var[(i, j)], 1.0), (var[(j, k)], 1.0), (var[(i, k)], -1.0)):
+            rows.append(row)
+            cols.append(v)
+            vals.append(coef)
+        row += 1
+    a = coo_matrix((vals, (rows, cols)), shape=(row, len(pairs))).tocsr()
+    result = milp(cost, constraints=[LinearConstraint(a, 0.0, 1.0)], integrality=np.ones(len(pairs)),
+                  bounds=Bounds(0, 1))
+    if not result.success:
+        raise RuntimeError(f"Kemeny MILP failed: {result.message}")
+    x = np.round(result.x).astype(int)
+    wins = np.zeros(n, dtype=int)  # in a transitive tournament, the number of items each one beats
+    for (i, j), v in zip(pairs, x):
+        wins[i if v else j] += 1
+    return [items[i] for i in np.argsort(-wins, kind="stable")]
+
+
+def local_search(ranking: Sequence[str], rankings: Sequence[Sequence[str]]) -> list[str]:
+    """Improve ``ranking`` by moving single items while the total Kendall distance drops.
+
+    For lists longer than the exact solver is meant for; start it from :func:`borda`.
+    """
+    items = sorted(ranking)
+    counts = pairwise_counts(rankings, items)
+    index = {d: i for i, d in enumerate(items)}
+    order = [index[d] for d in ranking]
+    improved = True
+    while improved:
+        improved = False
+        for p in range(len(order)):
+            item = order[p]
+            rest = order[:p] + order[p + 1:]
+            # cost of placing ``item`` at q: rankings preferring an item after it that now precedes it, etc.
+            before = np.array([counts[item, other] for other in rest])  # rankings with item before other
+            after = np.array([counts[other, item] for other in rest])
+            # placing at q: rest[:q] precede item (costs before[:q]), rest[q:] follow (costs after[q:])
+            cost = np.concatenate([[0], np.cumsum(before)]) + np.concatenate([np.cumsum(after[::-1])[::-1], [0]])
+            q = int(np.argmin(cost))
+            if cost[q] < cost[p]:
+                order = rest[:q] + [item] + rest[q:]
+                improved = True
+    return [items[i] for i in order]
+
+
+def capcal_scores(p_real: Sequence[float], p_empty: Sequence[float], alpha: float | None = None,
+                  c: float = 5.0, alpha_max: float = 2.0) -> list[float]:
+    """Calibrated scores S(d) = P(d | x) − α·(P(d | x_empty) − 1/|C|) over the current candidates C.
+
+    ``p_real`` and ``p_empty`` are probabilities over the same candidates (renormalised here).
+    ``alpha=None`` is entropy-adaptive: α = min(c·H/ln|C|, α_max), H the entropy in nats of the
+    renormalised P(· | x): a confident model is corrected little, an uncertain one more.
+    """
+    p = np.asarray(p_real, dtype=float)
+    q = np.asarray(p_empty, dtype=float)
+    if p.shape != q.shape or p.ndim != 1:
+        raise ValueError("p_real and p_empty must be 1-d and of equal length")
+    p = p / p.sum()
+    q = q / q.sum()
+    n = len(p)
+    if alpha is None:
+        if n < 2:
+            alpha = 0.0
+        else:
+            nz = p[p > 0]
+            entropy = float(-(nz * np.log(nz)).sum())
+            alpha = min(c * entropy / math.log(n), alpha_max)
+    return (p - alpha * (q - 1.0 / n)).tolist()
+
+
+def bsc(scores_over_perms: dict[str, list[float]]) -> list[str]:
+    """Documents best first by their mean score over the presentations; ties by doc id."""
+    if not scores_over_perms:
+        return []
+    means = {d: float(np.mean(s)) for d, s in scores_over_perms.items()}
+    return sorted(means, key=lambda d: (-means[d], d))
+
+
+EXACT_KEMENY_MAX = 20  # exact Kemeny up to this many items; beyond, local Kemenisation from Borda
+
+
+def aggregate(rankings: Sequence[Sequence[str]], method: str) -> list[str]:
+    """PermSC's central ranking of several rankings of the same items: ``kemeny`` (exact for at most
+    :data:`EXACT_KEMENY_MAX` items, local Kemenisation of the Borda ranking beyond: single-item moves
+    while the total Kendall distance drops; bench/kemeny_gap.py measures its gap to the exact optimum),
+    ``borda`` or ``rrf``."""
+    if method == "borda":
+        return borda(rankings)
+    if method == "rrf":
+        return rrf_consensus(rankings)
+    if method != "kemeny":
+        raise ValueError(f"aggregation {method!r}: use kemeny, borda or rrf")
+    if len(rankings[0]) <= EXACT_KEMENY_MAX:
+        return kemeny(rankings)
+    return local_search(borda(rankings), rankings)

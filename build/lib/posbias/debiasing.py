@@ -1,0 +1,160 @@
+"""Inference-time debiasing methods: the one registry behind the ``debias`` wildcard.
+
+A ``debias`` value is a method name, with ``@K`` for the methods that take a number of views
+(``none``, ``capcal``, ``permsc@K``, ``permsc-window@K``, ``bsc@K``) and an optional ``@NAME`` for
+those with named variants (``capcal@NAME``: the content-free placeholder, its length and α of
+``reranking.capcal.variants.NAME``, to sweep them). The wildcard constraints,
+the config checks, the table labels and the reranking jobs all read :data:`METHODS`; nothing else
+lists these names.
+
+Two levels:
+
+- ``window``: a wrapper around the base reranker changes how each window is ranked (CapCal, BSC,
+  PermSC per window); the ``rerank`` job runs it on every order of the experiment.
+- ``list``: the method combines whole reranked lists the experiment already has (PermSC as the
+  papers define it: the K reranked lists of ``shuffled-0`` … ``shuffled-(K−1)`` aggregated into one
+  central ranking, :mod:`posbias.permsc`); the ``permsc_lists`` job makes no model call and writes
+  the result as the ``original`` order, its cost the K reranking passes it aggregates.
+
+To add a method: write its wrapper (a :class:`posbias.rerankers.Reranker` around the base
+reranker, e.g. in :mod:`posbias.rerankers.debiased`) and register a :class:`DebiasMethod` here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class DebiasMethod:
+    """One inference-time debiasing method.
+
+    ``build(base, spec, seed, settings)`` wraps a reranker (``spec`` the parsed :class:`DebiasSpec`);
+    ``settings(reranking, spec)`` picks the keys of the ``reranking`` config section the method reads
+    (so a job's params hold only those, and an edit elsewhere reruns none of its jobs).
+    ``takes_k``: the value is ``name@K``; ``takes_variant``: ``name`` or ``name@VARIANT``.
+    ``level``: ``window`` (a wrapper; None: the base reranker itself) or ``list`` (combines the
+    experiment's reranked shuffled lists; no wrapper).
+    """
+
+    name: str
+    takes_k: bool
+    label: str
+    build: Callable | None
+    level: str = "window"
+    takes_variant: bool = False
+    settings: Callable[[dict, DebiasSpec], dict] = lambda reranking, spec: {}
+
+
+def _permutation(average_scores: bool) -> Callable:
+    def build(base, spec, seed, settings):
+        from posbias.rerankers.debiased import PermutationDebiased
+
+        return PermutationDebiased(base, spec.k, seed, settings["aggregation"], average_scores)
+
+    return build
+
+
+def _aggregation(reranking: dict, spec) -> dict:
+    return {"aggregation": reranking["permsc_aggregation"]}
+
+
+def _capcal_settings(reranking: dict, spec) -> dict:
+    """CapCal's settings, with those of variant ``spec.variant`` (``reranking.capcal.variants``) over them."""
+    capcal = reranking["capcal"]
+    if spec.variant is not None and spec.variant not in capcal["variants"]:
+        raise ValueError(f"{spec} names no variant in reranking.capcal.variants "
+                         f"({', '.join(capcal['variants']) or 'none defined'}); define it there")
+    chosen = {k: capcal[k] for k in ("alpha", "c", "alpha_max", "placeholder", "placeholder_length")}
+    return chosen | (capcal["variants"][spec.variant] if spec.variant else {})
+
+
+def placeholder(settings: dict) -> str:
+    """The text that replaces every passage in CapCal's content-free prompt: the placeholder repeated
+    ``placeholder_length`` times."""
+    return " ".join([settings["placeholder"]] * settings["placeholder_length"])
+
+
+def _capcal(base, spec, seed, settings):
+    from posbias.rerankers.debiased import CapCalDebiased
+
+    return CapCalDebiased(base, settings["alpha"], settings["c"], settings["alpha_max"], placeholder(settings))
+
+
+METHODS: dict[str, DebiasMethod] = {m.name: m for m in (
+    DebiasMethod("none", False, "no debiasing", None),
+    DebiasMethod("capcal", False, "CapCal (content-agnostic calibration){variant}", _capcal, takes_variant=True,
+                 settings=_capcal_settings),
+    DebiasMethod("permsc", True, "PermSC@{k} (the {k} reranked shuffled lists aggregated)", None, level="list",
+                 settings=_aggregation),
+    DebiasMethod("permsc-window", True, "PermSC-window@{k} ({k} shuffles of each window aggregated)",
+                 _permutation(average_scores=False), settings=_aggregation),
+    DebiasMethod("bsc", True, "BSC@{k} (scores averaged over {k} shuffles)", _permutation(average_scores=True),
+                 settings=_aggregation),
+)}
+
+
+VARIANT = "[a-z][a-z0-9_-]*"  # a variant name starts with a letter, so it never reads as K
+
+
+def pattern(level: str | None = None) -> str:
+    """The regular expression of the ``debias`` values of one level (None: all)."""
+    return "|".join(f"{n}@[1-9]\\d*" if m.takes_k else f"{n}(?:@{VARIANT})?" if m.takes_variant else n
+                    for n, m in METHODS.items() if level is None or m.level == level)
+
+
+PATTERN = pattern()
+GRAMMAR = ", ".join(f"{n}@K" if m.takes_k else f"{n}[@VARIANT]" if m.takes_variant else n
+                    for n, m in METHODS.items())
+
+
+@dataclass(frozen=True)
+class DebiasSpec:
+    """A parsed ``debias`` value."""
+
+    method: str
+    k: int | None = None
+    variant: str | None = None
+
+    def __str__(self) -> str:
+        arg = self.k if self.k is not None else self.variant
+        return self.method if arg is None else f"{self.method}@{arg}"
+
+    @property
+    def label(self) -> str:
+        return METHODS[self.method].label.format(k=self.k, variant=f", variant {self.variant}" if self.variant else "")
+
+    @property
+    def level(self) -> str:
+        return METHODS[self.method].level
+
+
+def parse(name: str) -> DebiasSpec:
+    """The :class:`DebiasSpec` of a ``debias`` value; ValueError naming the grammar otherwise."""
+    method, at, arg = name.partition("@")
+    entry = METHODS.get(method)
+    if entry is not None and entry.takes_variant and (not at or re.fullmatch(VARIANT, arg)):
+        return DebiasSpec(method, variant=arg or None)
+    if entry is None or entry.takes_k != bool(at) or (at and not (arg.isascii() and arg.isdigit() and int(arg) >= 1)):
+        raise ValueError(f"debias {name!r}: expected one of {GRAMMAR} (K ≥ 1, VARIANT a name in "
+                         "reranking.capcal.variants)")
+    return DebiasSpec(method, int(arg) if at else None)
+
+
+def options(reranking: dict, name: str) -> dict:
+    """The settings debiasing method ``name`` reads from a validated ``reranking`` config section (outside
+    the workflow: ``options(config.defaults("reranking"), name)``)."""
+    spec = parse(name)
+    return METHODS[spec.method].settings(reranking, spec)
+
+
+def wrap(base, name: str, seed: int, settings: dict):
+    """``base`` with the debiasing method ``name`` applied (``base`` itself for ``none``); ``settings``
+    from :func:`options`."""
+    spec = parse(name)
+    if spec.level != "window":
+        raise ValueError(f"debias {name!r} combines reranked lists (posbias.permsc); it does not wrap a reranker")
+    build = METHODS[spec.method].build
+    return base if build is None else build(base, spec, seed, settings)

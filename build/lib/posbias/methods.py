@@ -1,0 +1,92 @@
+"""The training methods: the one registry that says what each ``training.<name>.method`` means.
+
+Every other place that needs to know about a method (the config checks, the ``train`` rule's
+inputs, the trainer's objective, the silver-label stage, the paper tables) asks this registry;
+nothing else lists method names. To add a method, add one :class:`TrainingMethod` here and, if it
+needs a new loss, the loss in :mod:`posbias.losses` and its branch in the family's objective
+(:mod:`posbias.training.listwise` or :mod:`posbias.training.pointwise`).
+
+Two families share the trainer:
+
+- ``listwise`` (First): a causal LM read at the answer's opening ``[``; the objective is
+  ``rank_weight · L_rank(-IPS) + lm_weight · L_LM`` with the parts switched by ``rank``, ``ips``
+  and ``lm``; the data is an augmented listwise training set, and ω when ``ips``.
+- ``pointwise`` (the Grades scorer of OC-SFT and its baselines): silver-labelled windows; the
+  order-consistency penalty is on for ``consistency``, the slot propensity weights the supervised
+  term for ``ips``, ``views`` says how the collator presents a window (``anchor``: the canonical
+  order alone; ``anchor+permutations``: it plus N − 1 seeded permutations; ``one_permutation``: a
+  single seeded permutation), ``shuffled_silver`` asks for teacher labels over T shuffles.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+FAMILIES = ("listwise", "pointwise")
+VIEWS = ("anchor", "anchor+permutations", "one_permutation")
+
+
+@dataclass(frozen=True)
+class TrainingMethod:
+    """What one training method is: its family, which loss terms it uses and what data it needs."""
+
+    name: str
+    family: str
+    label: str  # as tables and figures print it (the papers' names)
+    summary: str
+    rank: bool = False  # listwise: the First rank loss
+    lm: bool = False  # listwise: the LM loss
+    ips: bool = False  # listwise: IPS-weighted rank loss (needs ω); pointwise: 1/π(slot) weights
+    consistency: bool = False  # pointwise: the order-consistency penalty λ
+    views: str = "anchor"  # pointwise: how the collator presents each window
+    shuffled_silver: bool = False  # pointwise: silver labels over T teacher shuffles
+    averaged_targets: bool = False  # pointwise: targets averaged over the teacher's shuffles
+
+    def __post_init__(self) -> None:
+        if self.family not in FAMILIES:
+            raise ValueError(f"training method {self.name}: family {self.family!r} is not one of {FAMILIES}")
+        if self.views not in VIEWS:
+            raise ValueError(f"training method {self.name}: views {self.views!r} is not one of {VIEWS}")
+
+    @property
+    def pointwise(self) -> bool:
+        return self.family == "pointwise"
+
+    @property
+    def needs_omega(self) -> bool:
+        """Whether the train job reads the propensity estimate ω (listwise IPS)."""
+        return self.ips and not self.pointwise
+
+
+METHODS: dict[str, TrainingMethod] = {m.name: m for m in (
+    TrainingMethod("first", "listwise", "Rank + LM", "First: rank loss + LM loss", rank=True, lm=True),
+    TrainingMethod("debiasfirst", "listwise", "Rank-IPS + LM", "DebiasFirst: IPS-weighted rank loss + LM loss",
+                   rank=True, lm=True, ips=True),
+    TrainingMethod("rank", "listwise", "Rank", "ablation: rank loss alone", rank=True),
+    TrainingMethod("rank_ips", "listwise", "Rank-IPS", "ablation: IPS-weighted rank loss alone", rank=True, ips=True),
+    TrainingMethod("rank_ips_lm", "listwise", "Rank-IPS + LM", "ablation: DebiasFirst's objective on any augmentation",
+                   rank=True, lm=True, ips=True),
+    TrainingMethod("ocsft", "pointwise", "OC-SFT", "OC-SFT: supervised anchor view + order-consistency penalty",
+                   consistency=True, views="anchor+permutations"),
+    TrainingMethod("single_order", "pointwise", "single order", "baseline: the canonical order alone"),
+    TrainingMethod("order_averaged", "pointwise", "order-averaged", "baseline: targets averaged over T teacher shuffles",
+                   shuffled_silver=True, averaged_targets=True),
+    TrainingMethod("perm_aug", "pointwise", "permutation augmentation", "baseline: one seeded permutation per step",
+                   views="one_permutation"),
+    TrainingMethod("debiasfirst_pointwise", "pointwise", "pointwise DebiasFirst",
+                   "baseline: supervised term weighted by the teacher's inverse slot propensity",
+                   ips=True, shuffled_silver=True),
+)}
+
+
+def get(name: str) -> TrainingMethod:
+    """The method called ``name``; a one-line error listing the known ones otherwise."""
+    try:
+        return METHODS[name]
+    except KeyError:
+        raise ValueError(f"training method {name!r} is unknown; use one of {', '.join(METHODS)}") from None
+
+
+def names(family: str | None = None) -> list[str]:
+    """The method names, of one family if given, in registry order."""
+    return [n for n, m in METHODS.items() if family is None or m.family == family]

@@ -1,0 +1,129 @@
+"""Evaluation of runs against qrels with ir_measures, in the long format every table is built from.
+
+Conventions: a query is evaluated when it has qrels; a qrels query missing from the run (no
+hits) scores 0 on every measure rather than being dropped, so systems are always averaged over the
+same query set. Runs are canonical (:mod:`posbias.runs`), so the score order ir_measures sorts by
+is exactly the rank order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import combinations
+
+import ir_measures
+import polars as pl
+from scipy.stats import kendalltau
+
+from posbias.errors import PosbiasError
+
+
+def parse_measures(names: list[str]) -> list:
+    """Parse measure names in ir_measures syntax (``nDCG@10``, ``R@100``, ``AP``, ``AP(rel=2)``)."""
+    measures = []
+    for name in names:
+        try:
+            measures.append(ir_measures.parse_measure(name))
+        except (NameError, ValueError, SyntaxError, TypeError):
+            raise PosbiasError(
+                f"evaluation.measures: {name!r} is not an ir_measures measure (e.g. nDCG@10, R@100, AP)"
+            ) from None
+    return measures
+
+
+def evaluate(run: pl.DataFrame, qrels: pl.DataFrame, measure_names: list[str], system: str, dataset: str) -> pl.DataFrame:
+    """Per-query values of every measure, long format (system, dataset, query_id, measure, value)."""
+    measures = parse_measures(measure_names)
+    judged = qrels["query_id"].unique().sort().to_list()
+    run = run.filter(pl.col("query_id").is_in(judged))
+    qrels_iter = (ir_measures.Qrel(q, d, int(r)) for q, d, r in qrels.select("query_id", "doc_id", "relevance").iter_rows())
+    run_iter = [ir_measures.ScoredDoc(q, d, s) for q, d, s in run.select("query_id", "doc_id", "score").iter_rows()]
+    values = {(m.query_id, str(m.measure)): float(m.value) for m in ir_measures.iter_calc(measures, qrels_iter, run_iter)}
+    rows = [
+        (system, dataset, qid, str(measure), values.get((qid, str(measure)), 0.0))
+        for qid in judged
+        for measure in measures
+    ]
+    return pl.DataFrame(rows, schema=["system", "dataset", "query_id", "measure", "value"], orient="row")
+
+
+def aggregate(per_query: pl.DataFrame) -> pl.DataFrame:
+    """Mean over queries per (system, dataset, measure), with the number of queries."""
+    return (
+        per_query.group_by("system", "dataset", "measure", maintain_order=True)
+        .agg(pl.col("value").mean(), pl.len().alias("queries"))
+        .sort("dataset", "system", "measure")
+    )
+
+
+def tau_psi(rankings: Sequence[Sequence[str]]) -> float:
+    """One query's permutation sensitivity ψ = (1 − mean Kendall τ) / 2 over all pairs of its rankings.
+
+    ``rankings`` are the M ≥ 2 rankings (best first) of the same items produced from M input
+    orders. ψ = 0 when every ranking agrees, 0.5 for unrelated rankings, 1 for pairwise reversals.
+    """
+    if len(rankings) < 2:
+        raise ValueError(f"tau_psi needs at least 2 rankings, got {len(rankings)}")
+    items = sorted(rankings[0])
+    if len(items) < 2:
+        return 0.0
+    positions = []
+    for ranking in rankings:
+        if sorted(ranking) != items:
+            raise ValueError("tau_psi: every ranking must order the same items")
+        where = {doc: i for i, doc in enumerate(ranking)}
+        positions.append([where[doc] for doc in items])
+    taus = [kendalltau(a, b).statistic for a, b in combinations(positions, 2)]
+    return (1.0 - sum(taus) / len(taus)) / 2.0
+
+
+def _set_f1(retained: set[str], relevant: set[str]) -> float:
+    if not retained and not relevant:
+        return 1.0
+    return 2.0 * len(retained & relevant) / (len(retained) + len(relevant))
+
+
+def _jaccard(a: set[str], b: set[str]) -> float:
+    return 1.0 if not a and not b else len(a & b) / len(a | b)
+
+
+def retention_jaccard(canonical_scores: dict[str, dict[str, float]], relevant: dict[str, set[str]],
+                      scores_over_perms: dict[str, dict[str, list[float]]], grid_points: int = 41) -> dict:
+    """Decision stability of a pointwise scorer that keeps every document scoring ≥ a threshold.
+
+    The threshold τ* is chosen on the canonical order: over a grid of ``grid_points`` evenly spaced
+    values between the lowest and highest pooled canonical score, the one with the highest mean
+    per-query set-F1 of {d : score ≥ τ} against ``relevant`` (ties go to the higher threshold; a
+    query with neither retained nor relevant documents has F1 = 1). Each query's M presentations
+    (``scores_over_perms[q][d][m]``) then give M retained sets; the result's ``jaccard`` is the mean
+    over queries of their mean pairwise Jaccard (two empty sets count as 1), ``f1`` the mean F1 at τ*.
+
+    Queries are those of ``canonical_scores`` that also appear in ``scores_over_perms``.
+    """
+    import numpy as np
+
+    queries = sorted(q for q in canonical_scores if q in scores_over_perms and canonical_scores[q])
+    if not queries:
+        raise ValueError("retention_jaccard: no query has both canonical scores and permuted scores")
+    pooled = np.array([s for q in queries for s in canonical_scores[q].values()], dtype=float)
+    grid = np.linspace(pooled.min(), pooled.max(), grid_points)
+    best_tau, best_f1 = grid[-1], -1.0
+    for tau in grid:  # ascending, so ">=" keeps the higher threshold on ties
+        f1 = float(np.mean([_set_f1({d for d, s in canonical_scores[q].items() if s >= tau}, relevant.get(q, set()))
+                            for q in queries]))
+        if f1 >= best_f1:
+            best_tau, best_f1 = float(tau), f1
+    per_query = []
+    presentations = None
+    for q in queries:
+        perms = scores_over_perms[q]
+        m = {len(v) for v in perms.values()}
+        if len(m) != 1:
+            raise ValueError(f"retention_jaccard: query {q} has documents scored in different numbers of presentations")
+        presentations = m.pop()
+        retained = [{d for d, v in perms.items() if v[i] >= best_tau} for i in range(presentations)]
+        if presentations >= 2:
+            per_query.append(float(np.mean([_jaccard(a, b) for a, b in combinations(retained, 2)])))
+    return {"threshold": best_tau, "f1": best_f1,
+            "jaccard": float(np.mean(per_query)) if per_query else float("nan"),
+            "queries": len(queries), "presentations": presentations}

@@ -1,0 +1,69 @@
+"""DebiasFirst Figure 5: training- vs inference-time debiasing, PermSC against K."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from posbias import debiasing
+from posbias.paper.seeds import per_query, with_variants
+from posbias.paper.writers import integer_x, pyplot, save_figure
+
+PERMSC = ("permsc", "permsc-window")  # the list-level (the papers') and the per-window variant
+
+
+def _family_k(debias: str) -> tuple[str | None, int | None]:
+    """(PermSC variant, K) of a debias value; plain reranking is K = 1 of every variant."""
+    spec = debiasing.parse(debias)
+    if spec.method == "none":
+        return None, 1
+    return (spec.method, spec.k) if spec.method in PERMSC else (None, None)
+
+
+def inference_vs_training_figure(metrics: pl.DataFrame, training: dict, path: str | Path) -> pl.DataFrame:
+    """DebiasFirst Figure 5: nDCG@10 per shuffle seed of every model with and without per-window
+    PermSC, the list-level PermSC@K at its largest K as a dotted line (left); nDCG@10 against PermSC's
+    number of permutations K, K = 1 being one reranking pass of a shuffled list (the mean over the
+    shuffle seeds), one line per variant and PermSC flavour, the peak marked (right). Means over queries
+    and training seeds. Returns the right panel's numbers (variant, dataset, retriever, method, k, value)."""
+    q = with_variants(per_query(metrics), training)
+    parsed = {d: _family_k(d) for d in q["debias"].unique().to_list()}
+    q = q.with_columns(method=pl.col("debias").replace_strict({d: f for d, (f, _) in parsed.items()}, default=None),
+                       k=pl.col("debias").replace_strict({d: k for d, (_, k) in parsed.items()}, default=None,
+                                                         return_dtype=pl.Int64)).drop_nulls("k")
+    shuffled = pl.col("order").str.starts_with("shuffled-")
+    list_level = (pl.col("method") == "permsc") & (pl.col("order") == "original")
+    q = q.filter((shuffled & (pl.col("method") != "permsc").fill_null(True)) | list_level)
+    keys = ["variant", "dataset", "retriever"]
+    per_seed = (q.filter(shuffled).with_columns(shuffle=pl.col("order").str.split("-").list.get(1).cast(pl.Int64))
+                .group_by(*keys, "debias", "k", "shuffle").agg(pl.col("value").mean())
+                .sort(*keys, "k", "shuffle"))
+    points = q.group_by(*keys, "method", "k").agg(pl.col("value").mean())
+    plain = points.filter(pl.col("k") == 1).drop("method")
+    methods = points.drop_nulls("method").select(*keys, "method").unique()
+    by_k = (pl.concat([points.drop_nulls("method"), methods.join(plain, on=keys).select(points.columns)])
+            .sort(*keys, "method", "k"))
+    plt = pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4), constrained_layout=True)
+    for (variant, dataset, retriever, debias), g in per_seed.group_by(*keys, "debias", maintain_order=True):
+        axes[0].plot(g["shuffle"], g["value"], marker="o", ms=3, ls="-" if debias == "none" else "--",
+                     label=f"{variant} · {dataset}" + ("" if debias == "none" else f" + {debias}"))
+    for (variant, dataset, retriever), g in by_k.filter(pl.col("method") == "permsc").group_by(*keys,
+                                                                                              maintain_order=True):
+        top = g.sort("k").row(-1, named=True)
+        axes[0].axhline(top["value"], ls=":", lw=1, label=f"{variant} · {dataset} + permsc@{top['k']} (lists)")
+    for (variant, dataset, retriever, method), g in by_k.group_by(*keys, "method", maintain_order=True):
+        line, = axes[1].plot(g["k"], g["value"], marker="o", ms=3, ls="-" if method == "permsc" else "--",
+                             label=f"{variant} · {dataset} · {method}")
+        peak = g.sort("value", descending=True).row(0, named=True)
+        axes[1].scatter([peak["k"]], [peak["value"]], s=80, facecolors="none", edgecolors=line.get_color())
+    axes[0].set(xlabel="shuffle seed", ylabel="nDCG@10", title="Per shuffle seed: training- vs inference-time debiasing")
+    axes[1].set(xlabel="PermSC permutations K (1 = one pass over a shuffled list)", ylabel="nDCG@10",
+                title="PermSC against K (solid: full lists, dashed: per window; circle: peak)")
+    for ax in axes:
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    integer_x(axes)
+    save_figure(fig, path, 120)
+    return by_k

@@ -1,0 +1,92 @@
+"""How every table and figure of the project is written.
+
+A table is a :class:`Table`: ``data`` holds the numbers (the CSV), ``view`` the formatted cells
+(strings, significance marks), ``notes`` what a reader needs beyond the cells (test, correction,
+counts); :func:`write` writes ``<stem>.md``, ``.csv`` and ``.tex``. A figure is written by
+:func:`save_figure` as PNG and PDF. Tables go to ``results/tables/``, figures to ``results/figures/``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from posbias import provenance
+
+
+@dataclass
+class Table:
+    data: pl.DataFrame
+    view: pl.DataFrame
+    notes: str
+
+
+def fmt(value: float, digits: int = 4) -> str:
+    """A number to `digits` decimals for a table cell; None or NaN as an en dash."""
+    return "–" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{digits}f}"
+
+
+def fmt_sd(mean: float, sd: float, digits: int = 4) -> str:
+    """``mean ± sd``, or just the mean when there is no spread to report (one seed)."""
+    return fmt(mean, digits) if math.isnan(sd) else f"{fmt(mean, digits)} ± {fmt(sd, digits)}"
+
+
+def write(table: Table, stem: str | Path, title: str) -> list[Path]:
+    """``stem``.md (title, table, notes), ``stem``.csv (the numbers) and ``stem``.tex (booktabs); the
+    Markdown and LaTeX end with what produced them (:func:`posbias.provenance.line`)."""
+    stem = Path(stem)
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    view = table.view
+    header = "| " + " | ".join(view.columns) + " |"
+    lines = [f"# {title}", "", header, "|" + "---|" * len(view.columns)]
+    lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in view.iter_rows()]
+    origin = provenance.line()
+    lines += ["", table.notes, "", f"_{origin}_", ""]
+    md, csv, tex = stem.with_suffix(".md"), stem.with_suffix(".csv"), stem.with_suffix(".tex")
+    md.write_text("\n".join(lines))
+    table.data.write_csv(csv)
+    tex.write_text(f"% {origin}\n" + _latex(view, title, table.notes))
+    return [md, csv, tex]
+
+
+def _latex(view: pl.DataFrame, caption: str, notes: str) -> str:
+    """A booktabs table through pandas' Styler (escaping, rules), with the notes in the caption."""
+    frame = view.to_pandas()
+    styler = frame.style.hide(axis="index").format(escape="latex")
+    return styler.to_latex(hrules=True, caption=f"{caption}. {notes}", position_float="centering",
+                           convert_css=False).replace("†", r"\textsuperscript{\dag}").replace("±", r"$\pm$") \
+        .replace("→", r"$\rightarrow$").replace("–", "--").replace("·", r"$\cdot$").replace("α", r"$\alpha$")
+
+
+def pyplot():
+    """matplotlib's pyplot on the Agg backend (jobs have no display)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def integer_x(axes) -> None:
+    """Integer ticks on the x axis of each of ``axes``."""
+    from matplotlib.ticker import MaxNLocator
+
+    for ax in axes:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+
+
+def save_figure(fig, path: str | Path, dpi: int = 120) -> None:
+    """Write ``fig`` as PNG at ``path`` and as PDF beside it (same stem), each with its provenance record
+    (PNG text chunk, PDF subject), then close it."""
+    import matplotlib.pyplot as plt
+
+    record = f"{provenance.KEY} " + json.dumps(provenance.record(), sort_keys=True)
+    fig.savefig(path, dpi=dpi, metadata={provenance.KEY: record[len(provenance.KEY) + 1:]})
+    # no CreationDate: the same figure gives the same bytes (the record has no time stamp either)
+    fig.savefig(Path(path).with_suffix(".pdf"), metadata={"Subject": record, "CreationDate": None})
+    plt.close(fig)

@@ -1,0 +1,119 @@
+"""What produced an artifact: recorded in every Parquet file, table and figure the workflow writes.
+
+A record names the package version, the git commit of the checkout and whether it had uncommitted
+changes, the rule and wildcards of the job, a SHA-256 of the config slice the job read (its params),
+the config seed and the versions of the packages results depend on. It holds no time stamp, so two
+runs of the same config write the same bytes.
+
+The job context is set once per job by :func:`posbias.jobs.logged`; outside a workflow job (tests,
+notebooks) the record says so (``rule`` is null).
+
+Print an artifact's record with ``python -m posbias.provenance PATH`` (Parquet, PNG or PDF).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+from posbias import __version__
+
+KEY = "posbias.provenance"  # the Parquet schema-metadata key, PNG text key and PDF subject prefix
+PACKAGES = ("torch", "transformers", "tokenizers", "peft", "polars", "pyarrow", "numpy", "scipy", "ir_datasets",
+            "ir-measures", "pyserini", "snakemake")
+
+_JOB: dict = {}
+
+
+def set_job(rule: str | None, wildcards: dict, params: dict, seed) -> None:
+    """Record the running job (called by :func:`posbias.jobs.logged`)."""
+    digest = hashlib.sha256(json.dumps(params, sort_keys=True, default=str).encode()).hexdigest()
+    _JOB.clear()
+    _JOB.update(rule=rule, wildcards={k: str(v) for k, v in wildcards.items()}, params_sha256=digest, seed=seed)
+
+
+@functools.cache
+def git_state() -> dict:
+    """The commit of the checkout the package runs from and whether tracked files differ from it."""
+    root = Path(__file__).resolve().parents[2]
+    try:
+        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                                check=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, check=True, timeout=10).stdout.strip() != ""
+    except (OSError, subprocess.SubprocessError):
+        return {"git_commit": None, "git_dirty": None}  # an installed package, not a checkout
+    return {"git_commit": commit, "git_dirty": dirty}
+
+
+@functools.cache
+def package_versions() -> dict[str, str | None]:
+    out: dict[str, str | None] = {}
+    for name in PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def record() -> dict:
+    """The provenance of what the current job writes."""
+    return {"posbias_version": __version__, **git_state(),
+            **({"rule": None, "wildcards": {}, "params_sha256": None, "seed": None} | _JOB),
+            "packages": package_versions()}
+
+
+def line(rec: dict | None = None) -> str:
+    """One human-readable line for table notes."""
+    rec = rec or record()
+    commit = (rec["git_commit"] or "no git checkout")[:12] + (" (uncommitted changes)" if rec["git_dirty"] else "")
+    return (f"Produced by posbias {rec['posbias_version']}, commit {commit}, rule {rec['rule']}, config slice "
+            f"sha256 {(rec['params_sha256'] or '-')[:12]}, seed {rec['seed']}.")
+
+
+def read(path: str | Path) -> dict:
+    """The record stored in a Parquet file, a PNG or a PDF the workflow wrote."""
+    path = Path(path)
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        meta = pq.read_schema(path).metadata or {}
+        raw = meta.get(KEY.encode())
+    elif path.suffix == ".png":
+        from PIL import Image
+
+        raw = Image.open(path).info.get(KEY)
+    elif path.suffix == ".pdf":
+        text = path.read_bytes()
+        start = text.find(KEY.encode() + b" ")
+        raw = text[start + len(KEY) + 1:text.find(b")", start)].replace(b"\\(", b"(").replace(b"\\)", b")") \
+            if start >= 0 else None
+    else:
+        raise ValueError(f"{path}: provenance is recorded in .parquet, .png and .pdf files")
+    if raw is None:
+        raise ValueError(f"{path}: no provenance record (written outside the workflow, or by an older version)")
+    return json.loads(raw)
+
+
+def main(argv: list[str] | None = None) -> int:
+    paths = (argv if argv is not None else sys.argv[1:])
+    if not paths:
+        print("usage: python -m posbias.provenance ARTIFACT [ARTIFACT ...]", file=sys.stderr)
+        return 2
+    for path in paths:
+        try:
+            print(json.dumps({"artifact": str(path), **read(path)}, indent=1))
+        except (ValueError, OSError) as exc:
+            print(f"posbias.provenance: {exc}", file=sys.stderr)
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,176 @@
+"""Reranking candidate lists with any :class:`~posbias.rerankers.Reranker`, listwise or pointwise.
+
+Listwise models rank sliding windows: windows of different queries are batched round by round;
+round t holds every query's t-th window (back to front, :func:`posbias.windows.sliding_windows`),
+and each window's result is written back into its query's list before that query's next window is
+formed. Pointwise scorers (``reranker.pointwise``, e.g. the Grades scorer) score contiguous windows
+of ``window`` documents in the given order, and the whole list is sorted by score.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import polars as pl
+from tqdm import tqdm
+
+from posbias import config, orders
+from posbias.data.collection import passage_texts
+from posbias.rerankers import Reranker, Window
+from posbias.runs import strictly_decreasing
+from posbias.windows import sliding_windows
+
+_RR = config.defaults("reranking")  # window and step: the schema's reranking defaults
+_BATCH = config.model_defaults("causal_lm")["batch_size"]
+
+
+@dataclass
+class Candidates:
+    """A query and its candidates in presentation order.
+
+    ``key`` names the list in the outputs when one query is presented several times in one call
+    (propensity samples); it defaults to the query id, which is what the reranker sees.
+    """
+
+    query_id: str
+    query: str
+    doc_ids: list[str]
+    texts: dict[str, str]
+    key: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.key if self.key is not None else self.query_id
+
+
+@dataclass
+class Presentation:
+    """The lists of one evaluation condition, and what was skipped or recorded on the way."""
+
+    lists: list[Candidates]
+    no_candidates: int  # queries without first-stage candidates (skipped, counted)
+    not_applicable: int  # queries a position order does not apply to (no relevant passage in the top k)
+    seeds: dict[str, int]  # per-query shuffle seeds of a shuffled order
+
+
+def present_candidates(first_stage: pl.DataFrame, queries: pl.DataFrame, corpus: pl.DataFrame,
+                       grades: dict[str, dict[str, int]], order: orders.Order, root_seed: int, depth: int,
+                       relevant_grade: int | None, position_k: int | None, max_queries: int | None = None) -> Presentation:
+    """Each query's first-stage top ``depth`` with passage texts, presented in ``order``
+    (``relevant_grade`` and ``position_k`` are read by position orders only; None for the others).
+
+    Queries are taken in id order (the first ``max_queries`` if set).
+    """
+    texts = passage_texts(corpus)
+    query_text = dict(queries.select("query_id", "text").iter_rows())
+    top = first_stage.filter(pl.col("rank") <= depth).sort("query_id", "rank")
+    candidates = dict(top.group_by("query_id", maintain_order=True).agg(pl.col("doc_id")).iter_rows())
+    qids = sorted(query_text)[:max_queries] if max_queries else sorted(query_text)
+    out = Presentation([], 0, 0, {})
+    for qid in qids:
+        docs = candidates.get(qid, [])
+        if not docs:
+            out.no_candidates += 1
+            continue
+        relevant = ({d for d, g in grades.get(qid, {}).items() if g >= relevant_grade} if order.kind == "position"
+                    else set())
+        presented = orders.present(docs, order, root_seed, qid, relevant, position_k)
+        if presented is None:
+            out.not_applicable += 1
+            continue
+        if order.kind == "shuffled":
+            out.seeds[qid] = orders.shuffle_seed(root_seed, order.index, qid)
+        out.lists.append(Candidates(qid, query_text[qid], presented, texts))
+    return out
+
+
+def chunks(n: int, window: int) -> list[tuple[int, int]]:
+    """Contiguous windows [start, end) of ``window`` items covering 0 … n−1 in order."""
+    return [(start, min(start + window, n)) for start in range(0, n, window)]
+
+
+def rerank(reranker: Reranker, lists: list[Candidates], window: int = _RR["window"], step: int = _RR["step"],
+           batch_size: int = _BATCH) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """Rerank every list; returns (run, window log, per-query cost).
+
+    Listwise: the run has rank-derived scores (n − rank + 1), since window scores are not
+    comparable across windows. Pointwise: the run carries the model's scores (ties keep the
+    presentation order), and ``step`` is ignored. The window log has one row per passage per
+    window: query_id, window, start, end, input_position (0-based within the window), doc_id,
+    score (null for models without scores), output_rank (0-based within the window). The cost
+    table has, per query, the windows reranked,
+    the model calls and prompt tokens spent on them (from each window's stats), and wall seconds:
+    each batch's measured time shared among its windows in proportion to their prompt tokens
+    (equally when the model reads no tokens).
+    """
+    current = {c.name: list(c.doc_ids) for c in lists}
+    if len(current) != len(lists):
+        raise ValueError("two candidate lists share a name; give repeated queries distinct keys")
+    pointwise = reranker.pointwise
+    if pointwise:
+        plans = {c.name: chunks(len(c.doc_ids), window) for c in lists}
+    else:
+        plans = {c.name: sliding_windows(len(c.doc_ids), window, step) for c in lists}
+    scored: dict[str, dict[str, float]] = {qid: {} for qid in current}
+    by_id = {c.name: c for c in lists}
+    log: dict[str, list] = {k: [] for k in ("query_id", "window", "start", "end", "input_position", "doc_id",
+                                            "score", "output_rank")}
+    cost = {qid: {"windows": 0, "calls": 0, "prompt_tokens": 0, "seconds": 0.0} for qid in current}
+    rounds = max((len(p) for p in plans.values()), default=0)
+    total = sum(len(p) for p in plans.values())
+    with tqdm(total=total, desc="windows", unit="win", mininterval=5) as bar:
+        for t in range(rounds):
+            todo = [(qid, plan[t]) for qid, plan in plans.items() if t < len(plan)]
+            for b in range(0, len(todo), batch_size):
+                chunk = todo[b:b + batch_size]
+                windows = []
+                for qid, (start, end) in chunk:
+                    docs = current[qid][start:end]
+                    c = by_id[qid]
+                    windows.append(Window(c.query_id, c.query, docs, [c.texts[d] for d in docs]))
+                started = time.perf_counter()
+                results = reranker.rank(windows)
+                elapsed = time.perf_counter() - started
+                tokens = [r.stats.get("prompt_tokens", 0) for r in results]
+                shares = [t / sum(tokens) for t in tokens] if sum(tokens) else [1 / len(results)] * len(results)
+                for (qid, _), res, share in zip(chunk, results, shares):
+                    c = cost[qid]
+                    c["windows"] += 1
+                    c["calls"] += res.stats.get("calls", 1)
+                    c["prompt_tokens"] += res.stats.get("prompt_tokens", 0)
+                    c["seconds"] += elapsed * share
+                for (qid, (start, end)), win, res in zip(chunk, windows, results):
+                    if pointwise:
+                        scored[qid].update(zip(win.doc_ids, res.scores))
+                    else:
+                        current[qid][start:end] = [win.doc_ids[i] for i in res.order]
+                    out_rank = {i: r for r, i in enumerate(res.order)}
+                    for pos, doc in enumerate(win.doc_ids):
+                        log["query_id"].append(qid)
+                        log["window"].append(t)
+                        log["start"].append(start)
+                        log["end"].append(end)
+                        log["input_position"].append(pos)
+                        log["doc_id"].append(doc)
+                        log["score"].append(None if res.scores is None else float(res.scores[pos]))
+                        log["output_rank"].append(out_rank[pos])
+                bar.update(len(chunk))
+    if pointwise:
+        for qid, docs in current.items():
+            docs.sort(key=lambda d: -scored[qid][d])  # stable: ties keep the presentation order
+        run_rows = [(qid, doc, r + 1, float(scored[qid][doc])) for qid, docs in current.items()
+                    for r, doc in enumerate(docs)]
+    else:
+        run_rows = [(qid, doc, r + 1, float(len(docs) - r)) for qid, docs in current.items()
+                    for r, doc in enumerate(docs)]
+    run = pl.DataFrame(run_rows, schema={"query_id": pl.String, "doc_id": pl.String, "rank": pl.Int32,
+                                         "score": pl.Float64}, orient="row")
+    run = run.with_columns(score=pl.Series(strictly_decreasing(run["score"].to_numpy(), run["query_id"].to_numpy())))
+    window_log = pl.DataFrame(log, schema={"query_id": pl.String, "window": pl.Int32, "start": pl.Int32,
+                                           "end": pl.Int32, "input_position": pl.Int32, "doc_id": pl.String,
+                                           "score": pl.Float64, "output_rank": pl.Int32})
+    cost_table = pl.DataFrame([{"query_id": q, **c} for q, c in cost.items()],
+                              schema={"query_id": pl.String, "windows": pl.Int64, "calls": pl.Int64,
+                                      "prompt_tokens": pl.Int64, "seconds": pl.Float64})
+    return run, window_log, cost_table

@@ -1,0 +1,47 @@
+"""Rerankers behind one declared interface (:class:`~posbias.rerankers.base.Reranker`).
+
+- :mod:`~posbias.rerankers.simulated`: no LM; relevance + positional prior + seeded noise (known answers).
+- :mod:`~posbias.rerankers.first`: a causal LM read as FIRST does, one forward pass per window.
+- :mod:`~posbias.rerankers.generation`: a causal LM that generates ``[B] > [A] > …`` (RankZephyr-style).
+- :mod:`~posbias.rerankers.grades`: a causal LM read as the batched pointwise "Grades:" scorer (OC-SFT).
+- :mod:`~posbias.rerankers.debiased`: PermSC, BSC and CapCal around any of them (:mod:`posbias.debiasing`).
+
+To add a reranker: subclass :class:`Reranker` in a module here and add its branch to :func:`build`
+(and its ``models.<name>.mode`` value to config/schema.yaml).
+"""
+
+from __future__ import annotations
+
+from posbias.rerankers.base import Reranker, Window, WindowResult, by_score
+
+__all__ = ["Reranker", "Window", "WindowResult", "build", "by_score"]
+
+
+def build(spec: dict, path: str | None, grades: dict[str, dict[str, int]], seed: int, device: str,
+          word_budget: int) -> Reranker:
+    """The reranker a validated ``models:`` entry describes (``path`` resolved for causal LMs)."""
+    if spec["kind"] == "simulated":
+        from posbias.rerankers.simulated import SimulatedGrader, SimulatedReranker
+
+        common = {"prior": spec["prior"], "strength": spec["strength"], "noise": spec["noise"],
+                  "relevance_weight": spec["relevance_weight"], "seed": seed}
+        if spec["mode"] == "grades":
+            return SimulatedGrader(grades, window=spec["grade_window"], order_noise=spec["order_noise"], **common)
+        return SimulatedReranker(grades, bias_space=spec["bias_space"], **common)
+    from posbias.rerankers.lm import LMSpec
+
+    lm = LMSpec(path=path, dtype=spec["dtype"], max_context=spec["max_context"],
+                attn_implementation=spec["attn_implementation"], trust_remote_code=spec["trust_remote_code"],
+                word_budget=word_budget, batch_size=spec["batch_size"], device=device,
+                prompt=spec["prompt"], identifiers=spec["identifiers"])
+    if spec["mode"] == "grades":
+        from posbias.rerankers.grades import GradesScorer
+
+        return GradesScorer(lm, spec["grade_window"])
+    if spec["mode"] == "first":
+        from posbias.rerankers.first import FirstReranker
+
+        return FirstReranker(lm)
+    from posbias.rerankers.generation import GenerationReranker
+
+    return GenerationReranker(lm)

@@ -1,0 +1,72 @@
+"""The reranker interface every reranker implements (listwise, pointwise and the debiasing wrappers).
+
+A reranker takes a batch of windows and returns, per window, a best-first order (and per-passage
+scores where it has them). Its capabilities are declared, not probed:
+
+- ``pointwise``: it scores each passage independently of the list's later windows (the Grades
+  scorer); :func:`posbias.rerank.rerank` then cuts lists into contiguous windows of ``window``
+  passages and sorts the whole list by score, instead of sliding.
+- ``window``: the passages per window it wants (None: the experiment's ``reranking.window``).
+- ``capcal``: how it supports CapCal: ``"single_step"`` (it implements
+  :meth:`Reranker.calibration_inputs`), ``"sequential"`` (:meth:`Reranker.rank_calibrated`), or None.
+- ``stats``: counters of the whole run (forward passes, prompt tokens, truncations, …), reported
+  in the job's stats JSON.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Window:
+    """One window of one query, in input order."""
+
+    query_id: str
+    query: str
+    doc_ids: list[str]
+    texts: list[str]
+
+
+@dataclass
+class WindowResult:
+    """``order``: indices into the window, best first; ``scores``: per input position, if the model has them.
+
+    ``stats`` carries the window's cost: ``calls`` (model forward passes spent on it; a batched pass
+    counts once per window in the batch, a decoding step once per step) and ``prompt_tokens``,
+    plus model-specific counters (``missing_ids``, ``parse_failure``).
+    """
+
+    order: list[int]
+    scores: list[float] | None = None
+    stats: dict[str, int] = field(default_factory=dict)
+
+
+def by_score(scores) -> list[int]:
+    """Indices best first by score; ties keep the input order."""
+    return sorted(range(len(scores)), key=lambda i: (-scores[i], i))
+
+
+class Reranker(ABC):
+    """Base of every reranker; subclasses set the capability attributes they have."""
+
+    pointwise: bool = False
+    window: int | None = None
+    capcal: str | None = None  # None | "single_step" | "sequential"
+
+    def __init__(self) -> None:
+        self.stats: dict[str, int] = {}
+
+    @abstractmethod
+    def rank(self, windows: list[Window]) -> list[WindowResult]:
+        """One result per window, in the same order."""
+
+    def calibration_inputs(self, windows: list[Window], placeholder: str) -> list[tuple[list[float], list[float], dict]]:
+        """Single-step CapCal: (P(d | x), P(d | x_empty), cost) per window."""
+        raise NotImplementedError(f"{type(self).__name__} does not support single-step CapCal")
+
+    def rank_calibrated(self, windows: list[Window], calibrate: Callable, placeholder: str) -> list[WindowResult]:
+        """Sequential CapCal: decode the ranking one identifier at a time through ``calibrate``."""
+        raise NotImplementedError(f"{type(self).__name__} does not support sequential CapCal")

@@ -1,0 +1,97 @@
+"""Inference-time debiasing around any reranker: PermSC, BSC and CapCal (registered in
+:mod:`posbias.debiasing`, which parses the ``debias`` wildcard and builds these wrappers).
+
+- ``permsc-window@K``: rerank K seeded shuffles of each *window* and aggregate the K rankings
+  (:func:`posbias.debias.aggregate`: Kemeny-optimal by default; Borda or RRF as cheaper choices).
+  The papers' PermSC aggregates K reranked *full lists* instead: ``permsc@K``,
+  :mod:`posbias.permsc`, which needs no wrapper.
+- ``bsc@K``: the mean of each passage's score over K seeded shuffles, sorted (score-producing
+  models); Borda over the K rankings for generation models.
+- ``capcal``: content-agnostic probability calibration. Single step for models with per-passage
+  probabilities (First, simulated); sequential constrained decoding for generation models.
+
+The K views of all windows in a batch go to the base reranker together, so batching still applies.
+View seeds derive from the config seed, the query id, the window's doc ids and the view index.
+A wrapper declares the same capabilities as its base (``pointwise``, ``window``) and shares its
+``stats``.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import numpy as np
+
+from posbias import debias
+from posbias.permute import derive_seed, fisher_yates
+from posbias.rerankers.base import Reranker, Window, WindowResult, by_score
+
+
+class _Wrapper(Reranker):
+    """A reranker around ``base`` with the base's capabilities and counters."""
+
+    def __init__(self, base: Reranker):
+        super().__init__()
+        self.base = base
+        self.pointwise, self.window, self.stats = base.pointwise, base.window, base.stats
+
+
+class PermutationDebiased(_Wrapper):
+    """K shuffled views per window, aggregated: their rankings (PermSC per window), or with
+    ``average_scores`` the mean score of each passage (BSC; Borda for models without scores)."""
+
+    def __init__(self, base: Reranker, k: int, seed: int, aggregation: str, average_scores: bool):
+        if k < 1:
+            raise ValueError("K must be at least 1")
+        super().__init__(base)
+        self.k, self.seed, self.aggregation, self.average_scores = k, seed, aggregation, average_scores
+
+    def _views(self, window: Window) -> list[list[int]]:
+        n = len(window.doc_ids)
+        return [fisher_yates(range(n), derive_seed(self.seed, "view", window.query_id, *window.doc_ids, j))
+                for j in range(self.k)]
+
+    def rank(self, windows: list[Window]) -> list[WindowResult]:
+        plans = [self._views(w) for w in windows]
+        views = [Window(w.query_id, w.query, [w.doc_ids[i] for i in perm], [w.texts[i] for i in perm])
+                 for w, plan in zip(windows, plans) for perm in plan]
+        results = self.base.rank(views)
+        out = []
+        for wi, window in enumerate(windows):
+            mine = results[wi * self.k:(wi + 1) * self.k]
+            mine_views = views[wi * self.k:(wi + 1) * self.k]
+            index = {d: i for i, d in enumerate(window.doc_ids)}
+            if self.average_scores and all(r.scores is not None for r in mine):
+                per_doc: dict[str, list[float]] = {d: [] for d in window.doc_ids}
+                for view, res in zip(mine_views, mine):
+                    for d, s in zip(view.doc_ids, res.scores):
+                        per_doc[d].append(s)
+                ranking = debias.bsc(per_doc)
+                scores = [float(np.mean(per_doc[d])) for d in window.doc_ids]
+            else:
+                rankings = [[view.doc_ids[i] for i in res.order] for view, res in zip(mine_views, mine)]
+                ranking = debias.borda(rankings) if self.average_scores else debias.aggregate(rankings, self.aggregation)
+                scores = None
+            cost = {key: sum(r.stats.get(key, 0) for r in mine) for key in ("calls", "prompt_tokens")}
+            out.append(WindowResult(order=[index[d] for d in ranking], scores=scores, stats=cost))
+        return out
+
+
+class CapCalDebiased(_Wrapper):
+    """CapCal with a fixed α or the entropy-adaptive one (α=None), in the mode the base declares."""
+
+    def __init__(self, base: Reranker, alpha: float | None, c: float, alpha_max: float, placeholder: str):
+        if base.capcal is None:
+            raise ValueError(f"{type(base).__name__} supports neither single-step nor sequential CapCal")
+        super().__init__(base)
+        self.placeholder = placeholder
+        self.calibrate = partial(debias.capcal_scores, alpha=alpha, c=c, alpha_max=alpha_max)
+
+    def rank(self, windows: list[Window]) -> list[WindowResult]:
+        if self.base.capcal == "sequential":
+            return self.base.rank_calibrated(windows, self.calibrate, self.placeholder)
+        out = []
+        for p_real, p_empty, cost in self.base.calibration_inputs(windows, self.placeholder):
+            s = self.calibrate(p_real, p_empty)
+            out.append(WindowResult(order=by_score(s), scores=s, stats=cost))
+        return out

@@ -1,0 +1,120 @@
+"""Generation ranking (RankZephyr-style baseline): greedy decoding of ``[B] > [A] > …``.
+
+The output is parsed leniently, as rank_llm does: identifiers are read in order, duplicates and
+identifiers outside the window are dropped, and passages the model never named are appended in
+input order. Parse failures (no valid identifier at all) and missing identifiers are counted.
+"""
+
+from __future__ import annotations
+
+import re
+
+from posbias.prompts import IDENTIFIERS, identifiers, render
+from posbias.rerankers.base import Reranker, Window, WindowResult
+from posbias.rerankers.lm import (
+    LMSpec,
+    batches_by_length,
+    identifier_paths,
+    identifier_scores,
+    load,
+    pad_left,
+)
+
+_ID = re.compile(r"\[\s*([A-Z]|\d+)\s*\]")  # word-level tokenizers decode "[ A ]"
+
+
+def parse_ranking(text: str, n: int, style: str = "letters") -> tuple[list[int], int]:
+    """Indices best first, and how many of the n ``style`` identifiers were missing from ``text``."""
+    valid = {ident: i for i, ident in enumerate(identifiers(n, style))}
+    order: list[int] = []
+    for letter in _ID.findall(text):
+        idx = valid.get(letter)
+        if idx is not None and idx not in order:
+            order.append(idx)
+    missing = n - len(order)
+    order += [i for i in range(n) if i not in order]
+    return order, missing
+
+
+class GenerationReranker(Reranker):
+    capcal = "sequential"
+
+    def __init__(self, spec: LMSpec):
+        super().__init__()
+        self.spec = spec
+        self.tokenizer, self.model = load(spec)
+        self.paths = identifier_paths(self.tokenizer, spec.identifiers, len(IDENTIFIERS))
+        self.stats = {"forward_passes": 0, "prompt_tokens": 0, "generated_tokens": 0, "parse_failures": 0,
+                      "missing_ids": 0, "truncated_passages": 0}
+
+    def rank(self, windows: list[Window]) -> list[WindowResult]:
+        import torch
+
+        encoded = []
+        for w in windows:
+            prompt = render(self.tokenizer, w.query, w.texts, self.spec.word_budget, self.spec.max_context,
+                            style=self.spec.prompt, id_style=self.spec.identifiers)
+            self.stats["truncated_passages"] += prompt.truncated
+            encoded.append(prompt.input_ids or self.tokenizer(prompt.text, add_special_tokens=True)["input_ids"])
+        texts: list[str] = [""] * len(windows)
+        steps: list[int] = [0] * len(windows)
+        with torch.inference_mode():
+            for batch in batches_by_length(encoded, self.spec.batch_size):
+                ids, mask, _ = pad_left(self.tokenizer, [encoded[i] for i in batch], self.spec.device)
+                n_max = max(len(windows[i].doc_ids) for i in batch)
+                out = self.model.generate(input_ids=ids, attention_mask=mask, do_sample=False,
+                                          max_new_tokens=5 * n_max + 4, pad_token_id=self.tokenizer.pad_token_id)
+                new = out[:, ids.shape[1]:]
+                self.stats["forward_passes"] += new.shape[1]
+                self.stats["prompt_tokens"] += int(mask.sum())
+                self.stats["generated_tokens"] += int((new != self.tokenizer.pad_token_id).sum())
+                for row, i in enumerate(batch):
+                    texts[i] = self.tokenizer.decode(new[row], skip_special_tokens=True)
+                    steps[i] = int((new[row] != self.tokenizer.pad_token_id).sum())
+        results = []
+        for w, text, enc, n_steps in zip(windows, texts, encoded, steps):
+            order, missing = parse_ranking(text, len(w.doc_ids), self.spec.identifiers)
+            failed = int(missing == len(w.doc_ids))
+            self.stats["parse_failures"] += failed
+            self.stats["missing_ids"] += missing
+            results.append(WindowResult(order=order, stats={"missing_ids": missing, "parse_failure": failed,
+                                                            "calls": max(n_steps, 1), "prompt_tokens": len(enc)}))
+        return results
+
+    def rank_calibrated(self, windows: list[Window], calibrate, placeholder: str) -> list[WindowResult]:
+        """Sequential CapCal: constrained decoding that emits only valid, unused identifiers.
+
+        At each step the next-identifier distribution is read for the real prompt and for the
+        content-free prompt (passages replaced by ``placeholder``), each renormalised over the
+        passages still to place and with the same answer prefix; ``calibrate(p_real, p_empty)``
+        gives the scores and the best remaining passage is emitted. Costs 2 forward passes per
+        emitted identifier, plus one per shared prefix of multi-token identifiers (no KV cache reuse:
+        the prefix grows by a few tokens per step).
+        """
+        import numpy as np
+        from scipy.special import softmax
+
+        results = []
+        for w in windows:
+            n = len(w.doc_ids)
+            ids = identifiers(n, self.spec.identifiers)
+            real, empty = (render(self.tokenizer, w.query, texts, self.spec.word_budget, self.spec.max_context, "[",
+                                  style=self.spec.prompt, id_style=self.spec.identifiers)
+                           for texts in (w.texts, [placeholder] * n))
+            self.stats["truncated_passages"] += real.truncated
+            texts = [real.text, empty.text]
+            remaining, chosen, calls, tokens = list(range(n)), [], 0, 0
+            while remaining:
+                rows = [self.tokenizer(t, add_special_tokens=True)["input_ids"] for t in texts]
+                scores, costs = identifier_scores(self.model, self.tokenizer, rows,
+                                                  [[self.paths[i] for i in remaining]] * 2, 2, self.spec.device)
+                calls += sum(c for c, _ in costs)
+                tokens += sum(t for _, t in costs)
+                best = remaining[int(np.argmax(calibrate(softmax(scores[0]), softmax(scores[1]))))]
+                chosen.append(best)
+                remaining.remove(best)
+                texts = [t + f"{ids[best]}] > [" for t in texts]
+            self.stats["forward_passes"] += calls
+            self.stats["prompt_tokens"] += tokens
+            results.append(WindowResult(order=chosen, stats={"calls": calls, "prompt_tokens": tokens}))
+        return results

