@@ -30,7 +30,7 @@ min_version("9.0")
 
 # Every job imports the package from this checkout's src/: in the .venv (where it is also installed
 # editable) and in the per-rule conda environments (envs/*.yaml, which hold only third-party packages).
-put_on_pythonpath(f"{workflow.basedir}/src")
+put_on_pythonpath(f"{workflow.current_basedir}/src")
 
 
 configfile: "config/config.yaml"

@@ -120,6 +120,8 @@ CASES = [
         "method": "first", "base_model": "lm", "data": "mine"})
      and _set(c, "models.lm", {"kind": "causal_lm", "build": "tiny", "identifiers": "numbers"}), {},
      "uses numbers identifiers", "early"),
+    ("old-config-version", "trec", lambda c: _set(c, "config_version", 1), {},
+     "config_version 1: this workflow reads version 2; from 1 to 2 nothing was renamed", "early"),
     # --- topics
     ("topics-not-utf8", "trec", None, {"topics.tsv": b"q1\tcaf\xe9 query\nq2\tsecond\n"},
      "in/topics.tsv:1: byte 0xe9 at column 7 is not UTF-8", "job"),

@@ -88,7 +88,7 @@ def test_envs_hold_third_party_packages_pinned_as_requirements():
     """No env installs the package itself (`-e ..` resolved against .snakemake/conda/); the Snakefile puts
     the checkout's src/ on every job's PYTHONPATH instead. Every pinned version equals requirements/base.txt's."""
     required = _pins((REPO / "requirements" / "base.txt").read_text().splitlines())
-    assert 'put_on_pythonpath(f"{workflow.basedir}/src")' in (REPO / "Snakefile").read_text()
+    assert 'put_on_pythonpath(f"{workflow.current_basedir}/src")' in (REPO / "Snakefile").read_text()
     for env in sorted((REPO / "envs").glob("*.yaml")):
         deps = yaml.safe_load(env.read_text())["dependencies"]
         entries = [e for d in deps for e in (d["pip"] if isinstance(d, dict) else [d])]

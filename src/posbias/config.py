@@ -216,8 +216,18 @@ def check_duplicate_keys(paths) -> None:
             yaml.load(handle, Loader=Strict)  # noqa: S506 (a SafeLoader subclass)
 
 
+# What changed from each older config_version to the current one (the schema's default); CHANGELOG.md.
+CONFIG_CHANGES = {1: "from 1 to 2 nothing was renamed; new are reranking.capcal.placeholder_length and .variants "
+                     "(debias capcal@NAME) and models.<m>.identifiers (default letters): check your CapCal "
+                     "settings, then set config_version: 2"}
+
+
 def check_settings(config: dict) -> None:
     """Mistakes the config alone shows, beyond what the schema can say; ValueError with one line."""
+    version, current = config["config_version"], schema()["properties"]["config_version"]["default"]
+    if version != current:
+        raise ValueError(f"config: config_version {version}: this workflow reads version {current}; "
+                         + CONFIG_CHANGES.get(version, "a newer workflow wrote it: update the workflow"))
     rr = config["reranking"]
     if rr["step"] > rr["window"]:
         raise ValueError(f"config: reranking.step {rr['step']} is larger than reranking.window {rr['window']}: "
