@@ -133,9 +133,9 @@ CASES = [
     ("topics-no-tab", "trec", None, {"topics.tsv": "q1 first query\n"}, "in/topics.tsv:1: a topics line needs `qid<TAB>text`",
      "job"),
     ("topics-directory", "trec", lambda c: _set(c, "datasets.mine.topics", "in/beir"), {},
-     "datasets.mine.topics: topics path in/beir is a directory, not a file", "job"),
+     "datasets.mine.topics: topics path in/beir is a directory, not a file", "early"),
     ("topics-missing", "trec", lambda c: _set(c, "datasets.mine.topics", "in/nope.tsv"), {},
-     "datasets.mine.topics: topics file in/nope.tsv does not exist", "job"),
+     "datasets.mine.topics: topics file in/nope.tsv does not exist", "early"),
     ("topics-jsonl-no-id", "trec", lambda c: _set(c, "datasets.mine.topics", "in/topics.jsonl"),
      {"topics.jsonl": '{"text": "first"}\n'}, "in/topics.jsonl:1: a record needs one of the fields", "job"),
     # --- qrels
@@ -148,7 +148,7 @@ CASES = [
      "job"),
     ("qrels-columns", "trec", None, {"qrels.txt": "q1 d1\n"}, "in/qrels.txt:1: a qrels line needs", "job"),
     ("qrels-directory", "trec", lambda c: _set(c, "datasets.mine.qrels", "in/beir"), {},
-     "datasets.mine.qrels: qrels path in/beir is a directory, not a file", "job"),
+     "datasets.mine.qrels: qrels path in/beir is a directory, not a file", "early"),
     ("qrels-not-utf8", "trec", None, {"qrels.txt": b"q1 0 d1 1\nq2 0 d\xff2 1\n"},
      "in/qrels.txt:2: byte 0xff at column 7 is not UTF-8", "job"),
     # --- corpus
@@ -190,10 +190,10 @@ CASES = [
      "in/run.json:1: byte 0xe9 at column 16 is not UTF-8", "job"),
     # --- BEIR folders
     ("beir-no-split", "beir", lambda c: _set(c, "datasets.mine.split", "dev"), {},
-     "has no qrels/dev.tsv (found ['test.tsv'])", "job"),
-    ("beir-no-corpus", "beir", None, {"beir/corpus.jsonl": None}, "corpus file in/beir/corpus.jsonl does not exist", "job"),
+     "has no qrels/dev.tsv (found ['test.tsv'])", "early"),
+    ("beir-no-corpus", "beir", None, {"beir/corpus.jsonl": None}, "corpus file in/beir/corpus.jsonl does not exist", "early"),
     ("beir-no-folder", "beir", lambda c: _set(c, "datasets.mine.path", "in/nope"), {},
-     "datasets.mine.path: BEIR folder in/nope does not exist", "job"),
+     "datasets.mine.path: BEIR folder in/nope does not exist", "early"),
     ("beir-queries-bad-line", "beir", None, {"beir/queries.jsonl": '{"_id": "q1", "text": "a"}\nnot json\n'},
      "in/beir/queries.jsonl:2: not valid JSON", "job"),
     # --- listwise files

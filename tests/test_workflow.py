@@ -314,15 +314,14 @@ def test_bad_config_is_one_clear_line(workdir, mutate, expected):
     assert not (workdir / "results").exists()
 
 
-def test_missing_local_file_fails_the_job_cleanly(workdir):
+def test_missing_local_file_is_refused_before_any_job(workdir):
     cfg = {"datasets": {"mine": {"source": "trec", "topics": "nope/topics.tsv", "qrels": "nope/qrels.txt",
                                  "corpus": "nope/corpus.tsv", "retrievers": ["bm25"]}},
            "retrievers": {"bm25": {"kind": "bm25"}}}
     out = snakemake(workdir, "--cores", "1", configfile=_write(workdir, cfg))
     assert out.returncode != 0
-    log = (workdir / "logs" / "data" / "mine.log").read_text()
-    assert "datasets.mine.corpus: corpus file nope/corpus.tsv does not exist; fix the path in the config" in log
-    assert not list((workdir / "results").rglob("*.parquet"))
+    assert "datasets.mine.topics: topics file nope/topics.tsv does not exist; fix the path in the config" in out.stderr
+    assert not (workdir / "results").exists() and not (workdir / "logs").exists()
 
 
 def _planned(workdir, preset: str) -> dict[str, int]:

@@ -13,6 +13,8 @@ import functools
 from pathlib import Path
 
 from posbias import debiasing, methods, orders
+from posbias.errors import PosbiasError
+from posbias.textfiles import require_file
 
 IMPORTED_PREFIX = "imported:"
 SCHEMA = Path(__file__).resolve().parents[2] / "config" / "schema.yaml"
@@ -178,13 +180,41 @@ _FILE_KEYS = ("path", "topics", "qrels", "corpus")
 _NOT_DATA_KEYS = ("retrievers", "prebuilt", "optional")
 
 
-def dataset_files(spec: dict) -> list[str]:
-    """The local files a dataset entry names, as the data stage reads them (a BEIR folder's three files);
-    none for ir_datasets (keyed by id) and the generated sources."""
+def named_files(spec: dict) -> list[tuple[str, str, str]]:
+    """(config key, what it is, path) of every local file a dataset entry names, as the data stage reads
+    them (a BEIR folder's three files); none for ir_datasets (keyed by id) and the generated sources."""
     if spec["source"] == "beir":
         root = Path(spec["path"])
-        return [str(root / "corpus.jsonl"), str(root / "queries.jsonl"), str(root / "qrels" / f"{spec['split']}.tsv")]
-    return [spec[k] for k in _FILE_KEYS if k in spec] + [r["path"] for r in spec.get("runs", {}).values()]
+        return [("path", "corpus", str(root / "corpus.jsonl")), ("path", "queries", str(root / "queries.jsonl")),
+                ("path", "qrels", str(root / "qrels" / f"{spec['split']}.tsv"))]
+    whats = {"path": spec["source"], "topics": "topics", "qrels": "qrels", "corpus": "corpus"}
+    return ([(k, whats[k], spec[k]) for k in _FILE_KEYS if k in spec]
+            + [(f"runs.{name}", "run", r["path"]) for name, r in spec.get("runs", {}).items()])
+
+
+def dataset_files(spec: dict) -> list[str]:
+    """The local files a dataset entry names (:func:`named_files`): the inputs of its data jobs."""
+    return [path for _, _, path in named_files(spec)]
+
+
+def check_files(config: dict) -> None:
+    """Every local file the datasets name exists and is a file: refused before any job otherwise (the
+    same one-line messages the data stage would give, naming the config key)."""
+    for name, spec in config["datasets"].items():
+        if spec["source"] == "beir":
+            root = Path(spec["path"]).expanduser()
+            qrels = root / "qrels"
+            if not root.is_dir():
+                raise ValueError(f"config: datasets.{name}.path: BEIR folder {spec['path']} does not exist")
+            if not (qrels / f"{spec['split']}.tsv").is_file():
+                found = sorted(p.name for p in qrels.glob("*.tsv")) if qrels.is_dir() else []
+                raise ValueError(f"config: datasets.{name}: BEIR folder {spec['path']} has no qrels/{spec['split']}.tsv "
+                                 f"(found {found or 'no qrels folder'}); add the qrels or set `split` to one that exists")
+        for key, what, path in named_files(spec):
+            try:
+                require_file(path, what, f"datasets.{name}.{key}")
+            except PosbiasError as exc:
+                raise ValueError(f"config: {exc}") from None
 
 
 def data_settings(spec: dict) -> dict:
@@ -228,6 +258,7 @@ def check_settings(config: dict) -> None:
     if version != current:
         raise ValueError(f"config: config_version {version}: this workflow reads version {current}; "
                          + CONFIG_CHANGES.get(version, "a newer workflow wrote it: update the workflow"))
+    check_files(config)
     rr = config["reranking"]
     if rr["step"] > rr["window"]:
         raise ValueError(f"config: reranking.step {rr['step']} is larger than reranking.window {rr['window']}: "
