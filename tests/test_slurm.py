@@ -133,13 +133,14 @@ def test_the_slurm_profile_runs_the_workflow_and_training_survives_preemption(cl
     assert {r: rules.count(r) for r in set(rules)} == planned  # every job its own sbatch job; tables local
     assert "localrule paper_table:" in out.stdout + out.stderr
     profile = yaml.safe_load((REPO / "profiles" / "default" / "config.v8+.yaml").read_text())
+    threads = yaml.safe_load((REPO / "profiles" / "slurm" / "config.v8+.yaml").read_text())["set-threads"]
     by_rule = {r: row for r, row in zip(rules, jobs.iter_rows(named=True))}
     for rule in ("prepare_dataset", "index", "retrieve", "rerank", "train"):
         assert by_rule[rule]["ReqMem"] in (f"{profile['set-resources'][rule]['mem_mb']}M",
                                            f"{profile['set-resources'][rule]['mem_mb'] // 1024}G")
     train, index, prep = (_tres(by_rule[r]["AllocTRES"]) for r in ("train", "index", "prepare_dataset"))
-    assert train["gres/gpu"] == "2" and train["cpu"] == str(profile["set-threads"]["train"])
-    assert "gres/gpu" not in index and index["cpu"] == str(profile["set-threads"]["index"])
+    assert train["gres/gpu"] == "2" and train["cpu"] == str(threads["train"])
+    assert "gres/gpu" not in index and index["cpu"] == str(threads["index"])
     assert "gres/gpu" not in prep and prep["cpu"] == "1"
     assert by_rule["train"]["Timelimit"] == "1-00:00:00" and by_rule["evaluate_run"]["Timelimit"] == "00:30:00"
     log = (workdir / "logs" / "train" / "tiny-ft.log").read_text()
