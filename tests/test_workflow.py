@@ -180,7 +180,7 @@ def _plan(workdir, edit=None) -> list[tuple[str, dict]]:
     if edit is not None:
         edit(cfg)
     path = workdir / "plan-config.yaml"
-    path.write_text(yaml.safe_dump(cfg))
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))  # the config's own key order (params compare by repr)
     out = snakemake(workdir, "-n", "--configfile", str(path))
     assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
     jobs, rule = [], None
