@@ -330,13 +330,18 @@ def orders_for(config: dict, experiment: dict, debias: str) -> list[str]:
     return [o for o in orders_of(config, experiment) if with_positions or not o.startswith("position-")]
 
 
+def find_experiment(config: dict, model: str, dataset: str, retriever: str) -> dict:
+    """The reranking experiment of (model, dataset, retriever)."""
+    return next(e for e in config["reranking"]["experiments"] if experiment_key(e) == (model, dataset, retriever))
+
+
 def rerank_settings(config: dict, model: str, dataset: str, retriever: str, order: str, debias: str) -> dict:
     """What one ``rerank`` job reads from the config, and nothing else: its experiment's depth and query
     limit, the window and step, the position protocol's keys for a position order, the word budget for
     a model that reads passage text, and its debiasing method's settings. A job's params are exactly
     this, so adding an experiment or editing a key the job does not read reruns none of it."""
     rr = config["reranking"]
-    experiment = next(e for e in rr["experiments"] if experiment_key(e) == (model, dataset, retriever))
+    experiment = find_experiment(config, model, dataset, retriever)
     out = {"depth": experiment.get("depth", rr["depth"]), "queries": experiment.get("queries"),
            "window": rr["window"], "step": rr["step"], "debias": debiasing.options(rr, debias)}
     if orders.parse(order).kind == "position":
@@ -349,7 +354,7 @@ def rerank_settings(config: dict, model: str, dataset: str, retriever: str, orde
 def position_settings(config: dict, model: str, dataset: str, retriever: str, debias: str) -> dict:
     """The position protocol's keys for a summary whose orders include position orders, else nothing."""
     rr = config["reranking"]
-    experiment = next(e for e in rr["experiments"] if experiment_key(e) == (model, dataset, retriever))
+    experiment = find_experiment(config, model, dataset, retriever)
     if not any(o.startswith("position-") for o in orders_for(config, experiment, debias)):
         return {}
     return {"relevant_grade": rr["relevant_grade"], "position_k": rr["position_k"]}
