@@ -51,6 +51,7 @@ localrules:
     ocsft,
     report,
     retrieval_table,
+    rerank_order,
     rerank_tables,
     augmentation_report,
     stability_table,

@@ -8,6 +8,7 @@ from snakemake.utils import validate
 from posbias import config as pbconfig
 from posbias import debiasing, methods, orders, paper
 from posbias.models import resolve as resolve_model
+from posbias.rerank import ORDER_FILES
 
 try:
     pbconfig.check_duplicate_keys(workflow.configfiles)
@@ -51,7 +52,12 @@ def alternation(names):
 
 
 def retriever_spec(wildcards):
-    return config["retrievers"][wildcards.retriever]
+    return pbconfig.canonical(config["retrievers"][wildcards.retriever])
+
+
+def model_settings(model):
+    """A models entry as a job's params: keys sorted, so their order in the config file is not a change."""
+    return pbconfig.canonical(config["models"][model])
 
 
 def model_input(wildcards):
@@ -119,6 +125,31 @@ def experiment_outputs(wildcards, suffix):
         f"{prefix}/{order}/{wildcards.debias}.{suffix}"
         for order in pbconfig.orders_for(config, experiment, wildcards.debias)
     ]
+
+
+RERANK_BATCHES = pbconfig.rerank_batches(config)
+BATCH_OF_ORDER = {(*key[:4], order): key[4] for key, names in RERANK_BATCHES.items() for order in names}
+
+
+def batch_orders(wildcards):
+    """The orders one rerank job reranks."""
+    return RERANK_BATCHES[(wildcards.model, wildcards.dataset, wildcards.retriever, wildcards.debias, wildcards.part)]
+
+
+def batch_of_order(wildcards):
+    """The batch folder of the rerank job that reranks this order."""
+    part = BATCH_OF_ORDER[(wildcards.model, wildcards.dataset, wildcards.retriever, wildcards.debias, wildcards.order)]
+    prefix = f"results/rerank/{wildcards.model}/{wildcards.dataset}/{wildcards.retriever}"
+    return f"{prefix}/batches/{wildcards.debias}.{part}"
+
+
+def copy_from_batch(batch, order, output, log):
+    """Copy one order's files out of its batch folder (rule rerank_order; runs in the Snakemake process)."""
+    import shutil
+
+    for name, target in output.items():
+        shutil.copyfile(Path(batch) / f"{order}{ORDER_FILES[name]}", target)
+    Path(log).write_text(f"copied {order} from {batch}\n")
 
 
 POINTWISE_EXPERIMENTS = [key for key in EXPERIMENTS if pbconfig.is_grades(config, key[0])]

@@ -28,7 +28,7 @@ rule silver_labels:
         gpu=lambda w: model_gpus(w.teacher),
     params:
         ocsft={k: config["ocsft"].get(k) for k in ("depth", "window", "queries")},
-        model=lambda w: None if w.teacher == "qrels" else config["models"][w.teacher],
+        model=lambda w: None if w.teacher == "qrels" else model_settings(w.teacher),
         model_path=lambda w: None if w.teacher == "qrels" else reranker_model_path(w.teacher),
         word_budget=lambda w: None if w.teacher == "qrels" else config["reranking"]["word_budget"],
         seed=config["seed"],

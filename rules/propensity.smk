@@ -49,7 +49,7 @@ rule propensity_rerank:
         runtime=240,
         gpu=model_gpus(PROPENSITY.get("model")),
     params:
-        model=lambda w: config["models"][w.model],
+        model=lambda w: model_settings(w.model),
         model_path=lambda w: reranker_model_path(w.model),
         k=PROPENSITY["k"],
         word_budget=config["reranking"]["word_budget"],

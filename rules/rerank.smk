@@ -1,6 +1,10 @@
 # Stage `reranking`: listwise reranking of first-stage candidates in every evaluation order, with or
 # without inference-time debiasing, and the permuted evaluation (nDCG@10 per order, tau-PSI over
 # shuffles, position curve, cost) with its table and figure.
+#
+# A `rerank` job loads its model once and reranks a batch of orders (config.rerank_batches) into a
+# batch folder; `rerank_order` (local) copies one order's files to the per-order paths everything
+# downstream reads, so one order can still be a target and partial reruns copy, not rerank.
 
 
 rule rerank:
@@ -10,6 +14,36 @@ rule rerank:
         corpus="results/data/{dataset}/corpus.parquet",
         qrels="results/data/{dataset}/qrels.parquet",
         model=lambda w: reranker_model_input(w.model),
+    output:
+        directory("results/rerank/{model}/{dataset}/{retriever}/batches/{debias}.{part}"),
+    log:
+        "logs/rerank/{model}/{dataset}/{retriever}/{debias}.{part}.log",
+    benchmark:
+        "benchmarks/rerank/{model}/{dataset}/{retriever}/{debias}.{part}.tsv"
+    wildcard_constraints:
+        debias=WINDOW_DEBIAS_PATTERN,
+        part=r"(list|position)-\d+",
+    conda:
+        "../envs/models.yaml"
+    resources:
+        mem_mb=8000,
+        # an hour per order, more on a retry; --set-resources rerank:runtime=N overrides
+        runtime=lambda w, attempt: 60 * attempt * len(batch_orders(w)),
+        gpu=lambda w: model_gpus(w.model),
+    params:
+        orders=batch_orders,
+        settings=lambda w: pbconfig.rerank_settings(config, w.model, w.dataset, w.retriever, w.debias, w.part),
+        model=lambda w: model_settings(w.model),
+        model_path=lambda w: reranker_model_path(w.model),
+        seed=config["seed"],
+        device=config["device"],
+    script:
+        "../workflow/scripts/rerank.py"
+
+
+rule rerank_order:
+    input:
+        batch_of_order,
     output:
         run="results/rerank/{model}/{dataset}/{retriever}/{order}/{debias}.parquet",
         trec="results/rerank/{model}/{dataset}/{retriever}/{order}/{debias}.trec",
@@ -23,20 +57,8 @@ rule rerank:
     wildcard_constraints:
         order=ORDER_PATTERN,
         debias=WINDOW_DEBIAS_PATTERN,
-    conda:
-        "../envs/models.yaml"
-    resources:
-        mem_mb=8000,
-        runtime=240,
-        gpu=lambda w: model_gpus(w.model),
-    params:
-        settings=lambda w: pbconfig.rerank_settings(config, w.model, w.dataset, w.retriever, w.order, w.debias),
-        model=lambda w: config["models"][w.model],
-        model_path=lambda w: reranker_model_path(w.model),
-        seed=config["seed"],
-        device=config["device"],
-    script:
-        "../workflow/scripts/rerank.py"
+    run:
+        copy_from_batch(input[0], wildcards.order, output, log[0])
 
 
 rule permsc_lists:

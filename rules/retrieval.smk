@@ -21,7 +21,7 @@ rule build_tiny_model:
         mem_mb=4000,
         runtime=30,
     params:
-        tiny=lambda w: config["models"][w.model]["tiny"],
+        tiny=lambda w: pbconfig.canonical(config["models"][w.model]["tiny"]),
         kind=lambda w: config["models"][w.model]["kind"],
         seed=config["seed"],
     script:
@@ -135,7 +135,7 @@ rule import_run:
         mem_mb=4000,
         runtime=30,
     params:
-        spec=lambda w: config["datasets"][w.dataset]["runs"][w.retriever.split(":", 1)[1]],
+        spec=lambda w: pbconfig.canonical(config["datasets"][w.dataset]["runs"][w.retriever.split(":", 1)[1]]),
     script:
         "../workflow/scripts/import_run.py"
 

@@ -193,6 +193,22 @@ def _plan(workdir, edit=None) -> list[tuple[str, dict]]:
     return jobs
 
 
+def _reversed(mapping: dict) -> dict:
+    return {k: mapping[k] for k in reversed(list(mapping))}
+
+
+def _reverse_keys(cfg: dict) -> None:
+    """Write the keys of every config section and every entry in reverse order (the order of named
+    entries, e.g. datasets, is the order of table rows and stays)."""
+    for section in ("reranking", "evaluation", "propensity", "ocsft", "augmentation"):
+        cfg[section] = _reversed(cfg[section])
+    for group in ("datasets", "models", "retrievers", "training"):
+        for name, entry in cfg[group].items():
+            cfg[group][name] = _reversed(entry)
+            if "hyper" in entry:
+                cfg[group][name]["hyper"] = _reversed(entry["hyper"])
+
+
 def _rules(jobs) -> set[str]:
     return {rule for rule, _ in jobs}
 
@@ -210,8 +226,14 @@ def _check_rerun_plans(workdir):
     jobs = _plan(workdir, lambda c: c["reranking"]["experiments"].append(
         {"model": "sim-grades", "dataset": "synthetic", "retriever": "bm25", "orders": ["original"]}))
     assert [w for r, w in jobs if r == "rerank"] == [{"model": "sim-grades", "dataset": "synthetic", "retriever": "bm25",
-                                                     "order": "original", "debias": "none"}]
+                                                     "debias": "none", "part": "list-0"}]
     assert not _rules(jobs) & (EXPENSIVE - {"rerank"}), _rules(jobs)
+    # the same config with every mapping's keys written in reverse order: nothing (params are canonical)
+    assert _plan(workdir, _reverse_keys) == []
+    # the position protocol's grade: only the batches of position orders rerun
+    jobs = _plan(workdir, lambda c: c["reranking"].update(relevant_grade=1))
+    parts = {w["part"] for r, w in jobs if r == "rerank"}
+    assert parts and all(p.startswith("position-") for p in parts), parts
     # ocsft.bsc_k is read by the stability stage only
     jobs = _plan(workdir, lambda c: c["ocsft"].update(bsc_k=[1, 2]))
     assert _rules(jobs) & {"stability"} and not _rules(jobs) & EXPENSIVE, _rules(jobs)
@@ -350,7 +372,8 @@ def test_paper_preset_plans_the_whole_dag(workdir):
     assert counts["propensity_rerank"] == 1 and counts["augment"] == 3
     assert counts["permsc_lists"] == 4 * 19  # PermSC@2 … @20 for First and DebiasFirst on DL19 and DL20
     assert counts["index"] == 3  # only the MS MARCO Contriever indexes: every other first stage is prebuilt
-    assert counts["rerank"] > 400 and counts["rerank_tables"] == 1
+    assert counts["rerank_order"] > 400 and counts["rerank_tables"] == 1
+    assert counts["rerank"] * 10 <= counts["rerank_order"]  # at least 10x fewer model loads than orders
     assert counts["paper_table"] == 6 and counts["paper_figure"] == 3  # every paper table and figure
 
 
@@ -359,7 +382,8 @@ def test_capcal_paper_preset_plans_the_whole_dag(workdir):
     assert counts["train"] == 1  # the permutation-augmented fine-tuned model
     assert counts["permsc_lists"] == 29  # PermSC@10, the comparison, on every experiment
     # 29 experiments x 11 orders: 6 sweep the placeholder (none, capcal, 5 variants), 23 compare (none, capcal)
-    assert counts["rerank"] == 11 * (6 * 7 + 23 * 2)
+    assert counts["rerank_order"] == 11 * (6 * 7 + 23 * 2)
+    assert counts["rerank"] == 6 * 7 + 23 * 2  # one model load reranks all 11 orders of a debiasing method
     assert counts["paper_table"] == 6 and counts["retrieve"] == 7
 
 
@@ -368,5 +392,7 @@ def test_ocsft_paper_preset_plans_the_whole_dag(workdir):
     assert counts["train"] == 5  # ocsft and its four baselines
     assert counts["silver_labels"] == 2  # self-distilled: first-stage order, and 10 shuffles for two baselines
     assert counts["stability"] == 12 and counts["stability_table"] == 1
-    assert counts["rerank"] == 12 * (1 + 100 + 20)
+    assert counts["rerank_order"] == 12 * (1 + 100 + 20)
+    # per experiment, one model load per 25 orders: 101 original and shuffled orders in 5, 20 positions in 1
+    assert counts["rerank"] == 12 * (5 + 1)
     assert counts["paper_table"] == 6 and counts["paper_figure"] == 3

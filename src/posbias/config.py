@@ -219,7 +219,7 @@ def check_files(config: dict) -> None:
 
 def data_settings(spec: dict) -> dict:
     """The keys of a dataset entry the data stage reads."""
-    return {k: v for k, v in spec.items() if k not in _NOT_DATA_KEYS}
+    return canonical({k: v for k, v in spec.items() if k not in _NOT_DATA_KEYS})
 
 
 def check_duplicate_keys(paths) -> None:
@@ -335,20 +335,48 @@ def find_experiment(config: dict, model: str, dataset: str, retriever: str) -> d
     return next(e for e in config["reranking"]["experiments"] if experiment_key(e) == (model, dataset, retriever))
 
 
-def rerank_settings(config: dict, model: str, dataset: str, retriever: str, order: str, debias: str) -> dict:
-    """What one ``rerank`` job reads from the config, and nothing else: its experiment's depth and query
-    limit, the window and step, the position protocol's keys for a position order, the word budget for
-    a model that reads passage text, and its debiasing method's settings. A job's params are exactly
-    this, so adding an experiment or editing a key the job does not read reruns none of it."""
+def rerank_settings(config: dict, model: str, dataset: str, retriever: str, debias: str, part: str) -> dict:
+    """What one ``rerank`` job (a batch of orders, :func:`rerank_batches`) reads from the config, and
+    nothing else: its experiment's depth and query limit, the window and step, the position protocol's
+    keys for a batch of position orders, the word budget for a model that reads passage text, and its
+    debiasing method's settings. A job's params are exactly this and its orders, so adding an experiment
+    or editing a key the job does not read reruns none of it."""
     rr = config["reranking"]
     experiment = find_experiment(config, model, dataset, retriever)
     out = {"depth": experiment.get("depth", rr["depth"]), "queries": experiment.get("queries"),
            "window": rr["window"], "step": rr["step"], "debias": debiasing.options(rr, debias)}
-    if orders.parse(order).kind == "position":
+    if part.startswith("position"):
         out |= {"relevant_grade": rr["relevant_grade"], "position_k": rr["position_k"]}
     if config["models"][model]["kind"] == "causal_lm":
         out["word_budget"] = rr["word_budget"]
-    return out
+    return canonical(out)
+
+
+def rerank_batches(config: dict) -> dict[tuple[str, str, str, str, str], list[str]]:
+    """Every ``rerank`` job, (model, dataset, retriever, debias, part) → the orders it reranks with one
+    model load. Position orders and the original/shuffled orders are separate parts (the position
+    protocol's keys rerun only the former), each cut into parts of at most
+    ``reranking.orders_per_job`` orders in the experiment's order (``list-0``, ``list-1``,
+    ``position-0``, …), so appending shuffles leaves the earlier parts' jobs as they were. List-level
+    methods (PermSC) call no model and have no batch."""
+    size = config["reranking"]["orders_per_job"]
+    grouped: dict[tuple[str, str, str, str, str], list[str]] = {}
+    for m, d, r, order, b in rerank_grid(config):
+        if debiasing.parse(b).level == "window":
+            kind = "position" if orders.parse(order).kind == "position" else "list"
+            grouped.setdefault((m, d, r, b, kind), []).append(order)
+    return {(*key[:4], f"{key[4]}-{i // size}"): names[i:i + size]
+            for key, names in grouped.items() for i in range(0, len(names), size)}
+
+
+def canonical(value):
+    """``value`` with every mapping's keys sorted, recursively: Snakemake compares params by ``repr``,
+    so a rule's params must not depend on the order keys were written in the config."""
+    if isinstance(value, dict):
+        return {k: canonical(value[k]) for k in sorted(value)}
+    if isinstance(value, (list, tuple)):
+        return [canonical(v) for v in value]
+    return value
 
 
 def position_settings(config: dict, model: str, dataset: str, retriever: str, debias: str) -> dict:
@@ -357,7 +385,7 @@ def position_settings(config: dict, model: str, dataset: str, retriever: str, de
     experiment = find_experiment(config, model, dataset, retriever)
     if not any(o.startswith("position-") for o in orders_for(config, experiment, debias)):
         return {}
-    return {"relevant_grade": rr["relevant_grade"], "position_k": rr["position_k"]}
+    return {"position_k": rr["position_k"], "relevant_grade": rr["relevant_grade"]}
 
 
 # Trainer settings that change how a run is logged and checkpointed, not the model it trains: the train
@@ -370,7 +398,7 @@ def train_settings(config: dict, name: str) -> dict:
     settings and without the list of sibling seeds (adding a seed trains only the new one)."""
     run = config["training"][name]
     hyper = {k: v for k, v in run["hyper"].items() if k not in TRAIN_OPERATIONAL}
-    return {k: v for k, v in run.items() if k not in ("seeds", "hyper")} | {"hyper": hyper}
+    return canonical({k: v for k, v in run.items() if k not in ("seeds", "hyper")} | {"hyper": hyper})
 
 
 def training_labels(config: dict) -> dict:

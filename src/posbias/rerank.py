@@ -21,6 +21,11 @@ from posbias.rerankers import Reranker, Window
 from posbias.runs import strictly_decreasing
 from posbias.windows import sliding_windows
 
+# The files a rerank job writes per order (``{order}{suffix}`` in its batch folder), by output name of
+# rule ``rerank_order``, which copies them to the per-order paths.
+ORDER_FILES = {"run": ".parquet", "trec": ".trec", "windows": ".windows.parquet", "cost": ".cost.parquet",
+               "stats": ".stats.json"}
+
 _RR = config.defaults("reranking")  # window and step: the schema's reranking defaults
 _BATCH = config.model_defaults("causal_lm")["batch_size"]
 

@@ -9,8 +9,8 @@ scores where it has them). Its capabilities are declared, not probed:
 - ``window``: the passages per window it wants (None: the experiment's ``reranking.window``).
 - ``capcal``: how it supports CapCal: ``"single_step"`` (it implements
   :meth:`Reranker.calibration_inputs`), ``"sequential"`` (:meth:`Reranker.rank_calibrated`), or None.
-- ``stats``: counters of the whole run (forward passes, prompt tokens, truncations, …), reported
-  in the job's stats JSON.
+- ``stats``: counters since the last :meth:`Reranker.reset_stats` (forward passes, prompt tokens,
+  truncations, …), reported per order in the stats JSON.
 """
 
 from __future__ import annotations
@@ -58,6 +58,12 @@ class Reranker(ABC):
 
     def __init__(self) -> None:
         self.stats: dict[str, int] = {}
+
+    def reset_stats(self) -> None:
+        """Zero the counters in place (wrappers share this dict), so a job that reranks several orders
+        with one model reports each order's own."""
+        for key in self.stats:
+            self.stats[key] = 0
 
     @abstractmethod
     def rank(self, windows: list[Window]) -> list[WindowResult]:
