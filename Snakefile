@@ -86,7 +86,11 @@ rule all:
 
 
 onstart:
-    print(f"posbias: {provenance.line().removeprefix('Produced by ').split(', rule')[0]}", file=sys.stderr)
+    print(
+        f"posbias: {provenance.line().removeprefix('Produced by ').split(', rule')[0]}"
+        f" (git describe: {provenance.git_state()['git_describe']})",
+        file=sys.stderr,
+    )
 
 
 onsuccess:

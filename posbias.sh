@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One entry point on a fresh machine (Debian 12, Python 3.11, package registries only):
-#   ./posbias.sh demo    create .venv if missing, install the pinned stack, run the default workflow
-#   ./posbias.sh test    the same install plus test dependencies, then the test suite (pytest args pass through)
+#   ./posbias.sh demo    create .venv if missing, install the locked stack (requirements/lock.txt), run the
+#                        default workflow
+#   ./posbias.sh test    the same install, then the test suite (pytest args pass through)
 #   ./posbias.sh profile install the SLURM user profile as the named profile `slurm` (snakemake --profile slurm)
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -11,20 +12,22 @@ install() {
     "${PYTHON:-python3}" -m venv .venv
   fi
   .venv/bin/python -m pip install -q --upgrade pip
-  # torch is pinned in the same install as everything else so pip takes the CPU build (see README).
-  DS_BUILD_OPS=0 .venv/bin/python -m pip install -q "$@" -e .
+  # The whole stack (runtime and tests) from the lock file, every package checked against its hash;
+  # then this package itself, without dependencies. Regenerate the lock: see requirements/README.md.
+  DS_BUILD_OPS=0 .venv/bin/python -m pip install -q --require-hashes -r requirements/lock.txt
+  .venv/bin/python -m pip install -q --no-deps -e .
 }
 
 export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 case "${1:-}" in
   demo)
     shift
-    install -r requirements/base.txt
+    install
     exec .venv/bin/snakemake --cores "${CORES:-2}" "$@"
     ;;
   test)
     shift
-    install -r requirements/base.txt -r requirements/test.txt
+    install
     exec .venv/bin/python -m pytest "$@"
     ;;
   profile)

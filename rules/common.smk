@@ -8,6 +8,7 @@ from snakemake.utils import validate
 from posbias import config as pbconfig
 from posbias import debiasing, methods, orders, paper
 from posbias.models import resolve as resolve_model
+from posbias.provenance import ReportLine
 from posbias.rerank import ORDER_FILES
 
 try:
@@ -30,6 +31,7 @@ except ValueError as exc:
     raise WorkflowError(str(exc)) from None
 
 GRID = pbconfig.grid(config)
+REPORT_LINE = ReportLine()  # the provenance line under each table and figure of `snakemake --report`
 SUMMARIES = pbconfig.summaries(config)
 DEBIAS_PATTERN = debiasing.PATTERN
 WINDOW_DEBIAS_PATTERN = debiasing.pattern("window")

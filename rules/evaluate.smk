@@ -44,6 +44,7 @@ rule retrieval_table:
         mem_mb=2000,
         runtime=10,
     params:
+        provenance=REPORT_LINE,
         measures=config["evaluation"]["measures"],
     script:
         "../workflow/scripts/retrieval_table.py"

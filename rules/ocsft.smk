@@ -89,6 +89,7 @@ rule stability_table:
         mem_mb=2000,
         runtime=10,
     params:
+        provenance=REPORT_LINE,
         references=[name for name, run in config["training"].items() if run["method"] == "ocsft"],
     script:
         "../workflow/scripts/stability_table.py"

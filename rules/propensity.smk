@@ -83,6 +83,7 @@ rule propensity_estimate:
         mem_mb=2000,
         runtime=10,
     params:
+        provenance=REPORT_LINE,
         k=PROPENSITY["k"],
         smoothing=PROPENSITY["smoothing"],
     script:

@@ -30,6 +30,7 @@ rule paper_table:
         mem_mb=2000,
         runtime=10,
     params:
+        provenance=REPORT_LINE,
         training=pbconfig.training_labels(config),
         reference=config["evaluation"]["reference"],
     script:
@@ -59,6 +60,7 @@ rule paper_figure:
         mem_mb=2000,
         runtime=10,
     params:
+        provenance=REPORT_LINE,
         training=pbconfig.training_labels(config),
     script:
         "../workflow/scripts/paper_figure.py"

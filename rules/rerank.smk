@@ -147,6 +147,7 @@ rule rerank_tables:
         mem_mb=2000,
         runtime=10,
     params:
+        provenance=REPORT_LINE,
         window=config["reranking"]["window"],
         step=config["reranking"]["step"],
     script:

@@ -53,6 +53,8 @@ rule augmentation_report:
     resources:
         mem_mb=2000,
         runtime=10,
+    params:
+        provenance=REPORT_LINE,
     script:
         "../workflow/scripts/augmentation_report.py"
 
@@ -87,6 +89,7 @@ rule train:
         gpu=lambda w: config["training"][w.model]["gpus"],
         cpus_per_gpu=lambda w, threads: max(1, threads // max(1, config["training"][w.model]["gpus"])),
     params:
+        provenance=REPORT_LINE,
         run=lambda w: pbconfig.train_settings(config, w.model),
         base_path=lambda w: reranker_model_path(config["training"][w.model]["base_model"]),
         prompt=lambda w: config["models"][config["training"][w.model]["base_model"]]["prompt"],

@@ -71,3 +71,38 @@ def test_requirements_pin_exactly_the_declared_packages():
                 assert match, f"requirements/{name}: {line!r} is not pinned with =="
                 pinned[_norm(match.group(1))] = match.group(2)
     assert set(pinned) == everything, (set(pinned) ^ everything)
+
+
+def _lock() -> dict[str, tuple[str, int]]:
+    """requirements/lock.txt as {package: (version, number of hashes)}."""
+    entries: dict[str, tuple[str, int]] = {}
+    name = None
+    for line in (REPO / "requirements" / "lock.txt").read_text().splitlines():
+        match = re.match(r"([A-Za-z0-9_.-]+)==(\S+)", line)
+        if match:
+            name = _norm(match.group(1))
+            entries[name] = (match.group(2), 0)
+        elif line.strip().startswith("--hash=sha256:") and name:
+            entries[name] = (entries[name][0], entries[name][1] + 1)
+    return entries
+
+
+def _satisfies(version: str, pin: str) -> bool:
+    """PEP 440 ``==`` for the pins used here: exact, a ``.*`` prefix, or a local build label (``+cpu``)."""
+    if pin.endswith(".*"):
+        return version.startswith(pin[:-1])
+    return version == pin or version.startswith(pin + "+")
+
+
+def test_the_lock_file_pins_every_requirement_with_hashes():
+    lock = _lock()
+    assert len(lock) > 100, "requirements/lock.txt holds the whole resolved stack"
+    assert all(hashes for _, hashes in lock.values()), [n for n, (_, h) in lock.items() if not h]
+    for name in ("base.txt", "test.txt"):
+        for line in (REPO / "requirements" / name).read_text().splitlines():
+            line = line.split("#")[0].strip()
+            if line:
+                package, pin = line.split("==")
+                assert _norm(package) in lock, f"{package} of requirements/{name} is not in requirements/lock.txt"
+                version = lock[_norm(package)][0]
+                assert _satisfies(version, pin), f"requirements/{name} pins {package}=={pin}, the lock {version}"

@@ -36,5 +36,29 @@ def test_parquet_tables_and_figures_carry_the_job_record_and_the_command_prints_
     out = subprocess.run([sys.executable, "-m", "posbias.provenance", str(tmp_path / "run.parquet")],
                          capture_output=True, text=True, check=True)
     assert json.loads(out.stdout)["rule"] == "prepare_dataset"
-    bad = subprocess.run([sys.executable, "-m", "posbias.provenance", str(md)], capture_output=True, text=True)
-    assert bad.returncode == 1 and "provenance is recorded in .parquet, .png and .pdf files" in bad.stderr
+    # a table's Markdown holds the whole record too, and the report's captions print its line
+    assert provenance.read(md)["params_sha256"] == provenance.record()["params_sha256"]
+    line = provenance.ReportLine().line([str(tmp_path / "models"), str(md), str(tmp_path / "f.png")])
+    assert line.startswith("Produced by posbias") and "rule prepare_dataset" in line
+    assert provenance.ReportLine().line([str(tmp_path / "t.csv")]).startswith("No provenance record")
+    bad = subprocess.run([sys.executable, "-m", "posbias.provenance", str(tmp_path / "t.csv")],
+                         capture_output=True, text=True)
+    assert bad.returncode == 1 and "provenance is recorded in .parquet, .png, .pdf and tables' .md files" in bad.stderr
+
+
+def test_the_version_is_the_changelog_release_and_the_git_tag():
+    """``posbias.__version__`` is the newest CHANGELOG release, and ``git describe`` names its tag
+    ``v<version>`` (at it, or commits after it)."""
+    from tests.conftest import REPO
+
+    newest = next(line for line in (REPO / "CHANGELOG.md").read_text().splitlines() if line.startswith("## "))
+    assert newest.split()[1] == __version__, newest
+    tags = subprocess.run(["git", "-C", str(REPO), "tag", "--list", "v*"], capture_output=True, text=True).stdout
+    if not tags.strip():
+        import pytest
+
+        pytest.skip("this clone has no release tags (git fetch --tags)")
+    latest = subprocess.run(["git", "-C", str(REPO), "describe", "--tags", "--abbrev=0"], capture_output=True,
+                            text=True, check=True).stdout.strip()
+    assert latest == f"v{__version__}", f"git describe names {latest}; bump posbias.__version__ or tag the release"
+    assert provenance.git_state()["git_describe"].startswith(latest)

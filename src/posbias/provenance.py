@@ -8,7 +8,8 @@ runs of the same config write the same bytes.
 The job context is set once per job by :func:`posbias.jobs.logged`; outside a workflow job (tests,
 notebooks) the record says so (``rule`` is null).
 
-Print an artifact's record with ``python -m posbias.provenance PATH`` (Parquet, PNG or PDF).
+Print an artifact's record with ``python -m posbias.provenance PATH`` (Parquet, PNG, PDF or a table's
+Markdown); ``snakemake --report`` shows it under each table and figure (:class:`ReportLine`).
 """
 
 from __future__ import annotations
@@ -39,16 +40,20 @@ def set_job(rule: str | None, wildcards: dict, params: dict, seed) -> None:
 
 @functools.cache
 def git_state() -> dict:
-    """The commit of the checkout the package runs from and whether tracked files differ from it."""
+    """The commit of the checkout the package runs from, whether tracked files differ from it, and
+    ``git describe`` (the release tag it is at or after)."""
     root = Path(__file__).resolve().parents[2]
     try:
         commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
                                 check=True, timeout=10).stdout.strip()
         dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
                                capture_output=True, text=True, check=True, timeout=10).stdout.strip() != ""
+        # the release tag and the commits since it (v0.2.0-3-g1a2b3c4), or the short commit without tags
+        describe = subprocess.run(["git", "-C", str(root), "describe", "--tags", "--always"], capture_output=True,
+                                  text=True, check=True, timeout=10).stdout.strip()
     except (OSError, subprocess.SubprocessError):
-        return {"git_commit": None, "git_dirty": None}  # an installed package, not a checkout
-    return {"git_commit": commit, "git_dirty": dirty}
+        return {"git_commit": None, "git_dirty": None, "git_describe": None}  # an installed package
+    return {"git_commit": commit, "git_dirty": dirty, "git_describe": describe}
 
 
 @functools.cache
@@ -89,16 +94,39 @@ def read(path: str | Path) -> dict:
         from PIL import Image
 
         raw = Image.open(path).info.get(KEY)
+    elif path.suffix == ".md":
+        text = path.read_text(encoding="utf-8")
+        start = text.find(f"<!-- {KEY} ")
+        raw = text[start + len(KEY) + 6:text.find(" -->", start)] if start >= 0 else None
     elif path.suffix == ".pdf":
         text = path.read_bytes()
         start = text.find(KEY.encode() + b" ")
         raw = text[start + len(KEY) + 1:text.find(b")", start)].replace(b"\\(", b"(").replace(b"\\)", b")") \
             if start >= 0 else None
     else:
-        raise ValueError(f"{path}: provenance is recorded in .parquet, .png and .pdf files")
+        raise ValueError(f"{path}: provenance is recorded in .parquet, .png, .pdf and tables' .md files")
     if raw is None:
         raise ValueError(f"{path}: no provenance record (written outside the workflow, or by an older version)")
     return json.loads(raw)
+
+
+class ReportLine:
+    """Gives the report's captions the provenance of a job's outputs: rules with ``report()`` outputs
+    pass one as the param ``provenance`` and their caption ends with
+    ``{{ snakemake.params.provenance.line(snakemake.output) }}``. Not a builtin value, so Snakemake
+    leaves it out of the params it compares."""
+
+    def __repr__(self) -> str:  # stable, so the params digest of the record is the same from run to run
+        return "posbias.provenance.ReportLine()"
+
+    def line(self, outputs) -> str:
+        """The line of the first of ``outputs`` that holds a record (every output of a job has the same)."""
+        for path in outputs:
+            try:
+                return line(read(path))
+            except (ValueError, OSError):
+                continue
+        return "No provenance record: written outside the workflow or by an older version."
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -45,7 +45,8 @@ def write(table: Table, stem: str | Path, title: str) -> list[Path]:
     lines = [f"# {title}", "", header, "|" + "---|" * len(view.columns)]
     lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in view.iter_rows()]
     origin = provenance.line()
-    lines += ["", table.notes, "", f"_{origin}_", ""]
+    record = json.dumps(provenance.record(), sort_keys=True)
+    lines += ["", table.notes, "", f"_{origin}_", "", f"<!-- {provenance.KEY} {record} -->", ""]
     md, csv, tex = stem.with_suffix(".md"), stem.with_suffix(".csv"), stem.with_suffix(".tex")
     md.write_text("\n".join(lines))
     table.data.write_csv(csv)
