@@ -44,7 +44,7 @@ def resolve(ref: str, models: dict, results: str = "results") -> str:
 
 def build_tiny_masked_lm(texts: list[str], out_dir: Path, vocab_size: int, hidden: int, layers: int,
                          heads: int, max_length: int, seed: int) -> None:
-    """A random-initialised BERT masked LM with a WordPiece tokenizer trained on ``texts``.
+    """A random-initialised BERT masked LM with a WordPiece tokenizer whose vocabulary comes from ``texts``.
 
     Its retrieval quality is meaningless; it exercises the real SPLADE encode/index/search path
     with no hub access. Written to a temporary folder, then renamed.
@@ -54,9 +54,8 @@ def build_tiny_masked_lm(texts: list[str], out_dir: Path, vocab_size: int, hidde
     from transformers import BertConfig, BertForMaskedLM, BertTokenizerFast
 
     torch.manual_seed(seed)
-    wordpiece = BertWordPieceTokenizer(lowercase=True)
-    wordpiece.train_from_iterator(texts, vocab_size=vocab_size, min_frequency=1, show_progress=False)
-    _renumber_wordpiece(wordpiece)
+    wordpiece = BertWordPieceTokenizer(_wordpiece_vocab(texts, vocab_size, BertWordPieceTokenizer(lowercase=True)),
+                                       lowercase=True)
     tokenizer = BertTokenizerFast(tokenizer_object=wordpiece._tokenizer, model_max_length=max_length)
     tokenizer.add_special_tokens({"pad_token": "[PAD]", "unk_token": "[UNK]", "cls_token": "[CLS]",
                                   "sep_token": "[SEP]", "mask_token": "[MASK]"})
@@ -66,23 +65,29 @@ def build_tiny_masked_lm(texts: list[str], out_dir: Path, vocab_size: int, hidde
     _save_atomically(out_dir, BertForMaskedLM(config), tokenizer)
 
 
-def _renumber_wordpiece(wordpiece) -> None:
-    """Give the trained WordPiece vocabulary run-independent ids.
+WORDPIECE_SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
-    The trainer numbers the initial alphabet in a run-dependent order (a hash map's), so two builds from
-    the same texts had the same tokens under different ids (54 of 4,000 in one measurement), and with
-    them different embeddings and retrieval results. WordPiece encodes by greedy longest match over the
-    token *set*, so renumbering keeps every encoding: special tokens keep their ids (the BERT
-    post-processor refers to them), the other tokens follow in sorted order.
+
+def _wordpiece_vocab(texts: list[str], vocab_size: int, bert) -> dict[str, int]:
+    """A WordPiece vocabulary that is the same in every run: the special tokens, every character of
+    the texts (as a word start and as a ``##`` continuation, so every word encodes), then whole words
+    by frequency, ties by text, up to ``vocab_size``. Words come from ``bert``'s own normaliser and
+    pre-tokeniser, as encoding sees them.
+
+    Not tokenizers' WordPiece trainer: it breaks ties between equally frequent merges by a hash map's
+    run-dependent order, so two builds from the same texts kept different tokens at the vocabulary
+    cut-off (``##vodo`` in one, ``##fibai`` in the other, and 744 ids shifted), and the tiny SPLADE's
+    retrieval scores moved from run to run.
     """
-    from tokenizers.models import WordPiece
+    from collections import Counter
 
-    vocab = wordpiece.get_vocab()
-    specials = sorted((t for t in vocab if t.startswith("[") and t.endswith("]")), key=vocab.get)
-    assert [vocab[t] for t in specials] == list(range(len(specials))), specials
-    order = specials + sorted(set(vocab) - set(specials))
-    wordpiece._tokenizer.model = WordPiece({t: i for i, t in enumerate(order)}, unk_token="[UNK]",
-                                           continuing_subword_prefix="##")
+    norm, pre = bert._tokenizer.normalizer, bert._tokenizer.pre_tokenizer
+    counts = Counter(word for text in texts for word, _ in pre.pre_tokenize_str(norm.normalize_str(text)))
+    chars = sorted({c for word in counts for c in word})
+    pieces = WORDPIECE_SPECIALS + chars + [f"##{c}" for c in chars]
+    words = sorted((w for w in counts if len(w) > 1), key=lambda w: (-counts[w], w))
+    pieces += words[:max(0, vocab_size - len(pieces))]
+    return {piece: i for i, piece in enumerate(pieces)}
 
 
 SPECIAL_TOKENS = ["<s>", "</s>", "<pad>", "<unk>"]
