@@ -7,7 +7,6 @@ paths."""
 
 import json
 import time
-from pathlib import Path
 
 from tqdm import tqdm
 
@@ -15,6 +14,7 @@ from posbias import debiasing, orders, rerankers, runs, schemas
 from posbias.data.collection import grades_by_query
 from posbias.errors import PosbiasError
 from posbias.jobs import logged
+from posbias.partial import PartialFolder, digest
 from posbias.rerank import ORDER_FILES, present_candidates, rerank
 
 sm = snakemake  # noqa: F821
@@ -28,9 +28,12 @@ with logged(sm, "rerank") as log:
                            rr.get("word_budget"))
     log.info("loaded %s in %.1f s; %d orders to rerank", sm.wildcards.model, time.perf_counter() - start,
              len(sm.params.orders))
-    folder = Path(sm.output[0])
-    folder.mkdir(parents=True, exist_ok=True)
+    # orders finished before a preemption or a failed attempt (same params, inputs and code) are kept
+    folder = PartialFolder(sm.output[0], digest(dict(sm.params.items()), list(sm.input)))
     for name in tqdm(sm.params.orders, desc=f"rerank {sm.wildcards.model} {sm.wildcards.debias}", unit="order"):
+        if folder.done(f"{name}{ORDER_FILES['stats']}"):  # the stats file is written last
+            log.info("%s: kept from an interrupted run of this job", name)
+            continue
         order = orders.parse(name)
         shown = present_candidates(first_stage, queries, corpus, grades, order, seed, rr["depth"],
                                    rr.get("relevant_grade"), rr.get("position_k"), rr["queries"])
@@ -50,7 +53,7 @@ with logged(sm, "rerank") as log:
         run, window_log, cost = rerank(reranker, shown.lists, base.window or rr["window"], rr["step"],
                                        sm.params.model["batch_size"])
         wall = time.perf_counter() - start
-        out = {key: folder / f"{name}{suffix}" for key, suffix in ORDER_FILES.items()}
+        out = {key: folder.path(f"{name}{suffix}") for key, suffix in ORDER_FILES.items()}
         schemas.write(run, out["run"], "run")
         runs.write_trec(run, out["trec"], f"{sm.wildcards.model}.{sm.wildcards.debias}")  # trec_eval, ranx, rank_llm
         schemas.write(window_log, out["windows"], "window_log")
@@ -69,3 +72,4 @@ with logged(sm, "rerank") as log:
             log.warning("%s: %d windows without a parsable ranking, %d identifiers missing (appended in input "
                         "order)", name, stats["parse_failures"], stats["missing_ids"])
         log.info("%s: reranked %d queries in %.1f s (%d windows)", name, len(shown.lists), wall, stats["windows"])
+    folder.finish()
