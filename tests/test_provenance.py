@@ -53,6 +53,10 @@ def test_the_version_is_the_changelog_release_and_the_git_tag():
 
     newest = next(line for line in (REPO / "CHANGELOG.md").read_text().splitlines() if line.startswith("## "))
     assert newest.split()[1] == __version__, newest
+    import yaml
+
+    citation = yaml.safe_load((REPO / "CITATION.cff").read_text())
+    assert str(citation["version"]) == __version__ and str(citation["date-released"]) in newest, citation
     tags = subprocess.run(["git", "-C", str(REPO), "tag", "--list", "v*"], capture_output=True, text=True).stdout
     if not tags.strip():
         import pytest
