@@ -198,3 +198,17 @@ def _run(*args, timeout=300):
 def test_snakefmt_check_is_clean():
     out = _run("snakefmt", "--check", ".")
     assert out.returncode == 0, out.stderr + out.stdout
+
+
+def test_every_polars_group_by_keeps_its_order():
+    """Same config, same bytes: polars' group_by returns groups in a run-dependent order, and a mean taken
+    over them (or over rows that came out of one) differs in its last bits from run to run (measured: the
+    shuffled nDCG@10 of the toy DebiasFirst model, 0.8850999675591527 vs …525). Every group_by in the
+    package and the scripts passes maintain_order=True."""
+    loose = []
+    for path in [*SRC.rglob("*.py"), *(REPO / "workflow" / "scripts").glob("*.py")]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "group_by"
+                    and not any(k.arg == "maintain_order" for k in node.keywords)):
+                loose.append(f"{path.relative_to(REPO)}:{node.lineno}")
+    assert not loose, loose

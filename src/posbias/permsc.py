@@ -43,5 +43,5 @@ def aggregate_runs(runs: list[pl.DataFrame], aggregation: str) -> pl.DataFrame:
 
 def summed_costs(costs: list[pl.DataFrame]) -> pl.DataFrame:
     """Per-query cost of the K reranking passes (schema COST): windows, calls, tokens and seconds added up."""
-    return (pl.concat(costs).group_by("query_id").agg(pl.col("windows", "calls", "prompt_tokens", "seconds").sum())
-            .sort("query_id"))
+    return (pl.concat(costs).group_by("query_id", maintain_order=True)
+            .agg(pl.col("windows", "calls", "prompt_tokens", "seconds").sum()).sort("query_id"))

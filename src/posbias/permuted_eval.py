@@ -56,7 +56,8 @@ def position_curve(reranked: dict[str, pl.DataFrame], first_stage: pl.DataFrame,
     the top 10), target_mrr its reciprocal rank, target_rank its mean rank; ndcg10 is the ordinary
     nDCG@10 (all qrels) of that condition, passed in as ``ndcg``.
     """
-    relevant = (qrels.filter(pl.col("relevance") >= (relevant_grade or 0)).group_by("query_id").agg(pl.col("doc_id")))
+    relevant = (qrels.filter(pl.col("relevance") >= (relevant_grade or 0))
+                .group_by("query_id", maintain_order=True).agg(pl.col("doc_id")))
     relevant_sets = {q: set(d) for q, d in zip(relevant["query_id"].to_list(), relevant["doc_id"].to_list())}
     first = rankings_by_query(first_stage)
     rows = []
@@ -88,8 +89,8 @@ def summarize(keys: dict[str, str], per_query: pl.DataFrame, reranked: dict[str,
     ``keys`` holds model, dataset, retriever and debias; ``costs`` the per-query cost tables of the
     full-depth (original and shuffled) conditions; ``stats`` the per-condition stats records.
     """
-    ndcg = dict(per_query.filter(pl.col("measure") == "nDCG@10").group_by("order").agg(pl.col("value").mean())
-                .iter_rows())
+    ndcg = dict(per_query.filter(pl.col("measure") == "nDCG@10").group_by("order", maintain_order=True)
+                .agg(pl.col("value").mean()).iter_rows())
     shuffled = [v for k, v in ndcg.items() if k.startswith("shuffled-")]
     psi, _ = psi_over_shuffles(reranked)
     values = curve["target_ndcg10"].to_list()

@@ -29,7 +29,7 @@ def canonical(run: pl.DataFrame, depth: int | None = None) -> pl.DataFrame:
         run.select(
             pl.col("query_id").cast(pl.String), pl.col("doc_id").cast(pl.String), pl.col("score").cast(pl.Float64)
         )
-        .group_by("query_id", "doc_id")
+        .group_by("query_id", "doc_id", maintain_order=True)
         .agg(pl.col("score").max())
         .sort(["query_id", "score", "doc_id"], descending=[False, True, False])
     )

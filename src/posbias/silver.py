@@ -70,8 +70,8 @@ def silver_labels(teacher, first_stage: pl.DataFrame, queries: pl.DataFrame, cor
         costs.append(cost.with_columns(view=pl.lit(view, pl.Int32)))
     silver = pl.DataFrame(rows, schema={"query_id": pl.String, "doc_id": pl.String, "view": pl.Int32,
                                         "window": pl.Int32, "slot": pl.Int32, "score": pl.Float64})
-    cost = (pl.concat(costs).group_by("query_id").agg(pl.col("windows", "calls", "prompt_tokens", "seconds").sum())
-            .sort("query_id") if costs else
+    cost = (pl.concat(costs).group_by("query_id", maintain_order=True)
+            .agg(pl.col("windows", "calls", "prompt_tokens", "seconds").sum()).sort("query_id") if costs else
             pl.DataFrame(schema={"query_id": pl.String, "windows": pl.Int64, "calls": pl.Int64,
                                  "prompt_tokens": pl.Int64, "seconds": pl.Float64}))
     return silver.sort("query_id", "view", "window", "slot"), cost
@@ -88,7 +88,7 @@ def instances(silver: pl.DataFrame, queries: pl.DataFrame, corpus: pl.DataFrame,
         shuffled = silver.filter(pl.col("view") > 0)
         if shuffled.height == 0:
             raise ValueError("order-averaged targets need silver labels with shuffles > 0")
-        mean = shuffled.group_by("query_id", "doc_id").agg(pl.col("score").mean().alias("target"))
+        mean = shuffled.group_by("query_id", "doc_id", maintain_order=True).agg(pl.col("score").mean().alias("target"))
         canonical = canonical.join(mean, on=["query_id", "doc_id"], how="left")
     else:
         canonical = canonical.with_columns(target=pl.col("score"))
@@ -108,7 +108,7 @@ def slot_propensity(silver: pl.DataFrame, window: int, floor: float = 1e-3) -> n
     if shuffled.height == 0:
         return np.ones(window)
     overall = shuffled["score"].mean()
-    by_slot = dict(shuffled.group_by("slot").agg(pl.col("score").mean()).iter_rows())
+    by_slot = dict(shuffled.group_by("slot", maintain_order=True).agg(pl.col("score").mean()).iter_rows())
     if not overall:
         return np.ones(window)
     return np.array([max(by_slot.get(s, overall) / overall, floor) for s in range(window)])

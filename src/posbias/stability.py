@@ -67,7 +67,8 @@ def stability_table(canonical_run: pl.DataFrame, shuffled_runs: list[pl.DataFram
     ``presentations`` (M) presentations."""
     canonical = scores_by_query(canonical_run)
     shuffled = [scores_by_query(r) for r in shuffled_runs]
-    rel = qrels.filter(pl.col("relevance") >= relevant_grade).group_by("query_id").agg(pl.col("doc_id"))
+    rel = (qrels.filter(pl.col("relevance") >= relevant_grade).group_by("query_id", maintain_order=True)
+           .agg(pl.col("doc_id")))
     relevant = {q: set(d) for q, d in rel.iter_rows()}
     base_ndcg = _ndcg10(canonical, qrels)
     rows = []

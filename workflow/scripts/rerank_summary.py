@@ -21,8 +21,8 @@ with logged(sm, "rerank_summary") as log:
     per_query = permuted_eval.condition_metrics(reranked, qrels, sm.params.measures, w.model, w.dataset, w.retriever,
                                                 w.debias)
     schemas.write(per_query, sm.output.metrics, "rerank_metrics")
-    ndcg = dict(per_query.filter(pl.col("measure") == "nDCG@10").group_by("order").agg(pl.col("value").mean())
-                .iter_rows())
+    ndcg = dict(per_query.filter(pl.col("measure") == "nDCG@10").group_by("order", maintain_order=True)
+                .agg(pl.col("value").mean()).iter_rows())
     curve = permuted_eval.position_curve(reranked, first_stage, qrels, sm.params.seed, position.get("relevant_grade"),
                                          position.get("position_k"), ndcg)
     schemas.write(curve.select(*[pl.lit(v).alias(k) for k, v in keys.items()], pl.all()), sm.output.curve,

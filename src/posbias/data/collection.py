@@ -75,14 +75,14 @@ def check(coll: Collection, source: str) -> Collection:
     """
     if coll.corpus.height == 0:
         raise PosbiasError(f"{source}: the corpus is empty; check the corpus file or dataset id")
-    dups = coll.corpus.group_by("doc_id").len().filter(pl.col("len") > 1)
+    dups = coll.corpus.group_by("doc_id", maintain_order=True).len().filter(pl.col("len") > 1)
     if dups.height:
         examples = ", ".join(dups["doc_id"].head(3).to_list())
         raise PosbiasError(
             f"{source}: {dups.height} doc ids occur more than once in the corpus (e.g. {examples}); "
             "doc ids must be unique: deduplicate the corpus file"
         )
-    dup_q = coll.queries.group_by("query_id").len().filter(pl.col("len") > 1)
+    dup_q = coll.queries.group_by("query_id", maintain_order=True).len().filter(pl.col("len") > 1)
     if dup_q.height:
         raise PosbiasError(
             f"{source}: {dup_q.height} query ids occur more than once (e.g. {dup_q['query_id'][0]}); "

@@ -26,7 +26,8 @@ def capcal(metrics: pl.DataFrame, summaries: pl.DataFrame) -> Table:
         if "none" not in set(group["debias"]) or not any(debiasing.parse(d).method == "capcal" for d in methods):
             continue
         orig = group.filter(pl.col("order") == "original").pivot(on="debias", index="query_id", values="value")
-        shuf = group.filter(pl.col("order").str.starts_with("shuffled-")).group_by("debias").agg(pl.col("value").mean())
+        shuf = (group.filter(pl.col("order").str.starts_with("shuffled-"))
+                .group_by("debias", maintain_order=True).agg(pl.col("value").mean()))
         shuf = dict(shuf.iter_rows())
         cost = summaries.filter((pl.col("model") == model) & (pl.col("dataset") == dataset)
                                 & (pl.col("retriever") == retriever))

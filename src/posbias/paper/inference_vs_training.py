@@ -37,9 +37,9 @@ def inference_vs_training_figure(metrics: pl.DataFrame, training: dict, path: st
     q = q.filter((shuffled & (pl.col("method") != "permsc").fill_null(True)) | list_level)
     keys = ["variant", "dataset", "retriever"]
     per_seed = (q.filter(shuffled).with_columns(shuffle=pl.col("order").str.split("-").list.get(1).cast(pl.Int64))
-                .group_by(*keys, "debias", "k", "shuffle").agg(pl.col("value").mean())
+                .group_by(*keys, "debias", "k", "shuffle", maintain_order=True).agg(pl.col("value").mean())
                 .sort(*keys, "k", "shuffle"))
-    points = q.group_by(*keys, "method", "k").agg(pl.col("value").mean())
+    points = q.group_by(*keys, "method", "k", maintain_order=True).agg(pl.col("value").mean())
     plain = points.filter(pl.col("k") == 1).drop("method")
     methods = points.drop_nulls("method").select(*keys, "method").unique()
     by_k = (pl.concat([points.drop_nulls("method"), methods.join(plain, on=keys).select(points.columns)])

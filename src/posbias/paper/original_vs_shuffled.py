@@ -28,7 +28,8 @@ def original_vs_shuffled(metrics: pl.DataFrame, training: dict | None = None) ->
             orig=pl.col("value").filter(pl.col("order") == "original").mean(),
             shuf=pl.col("value").filter(shuffled).mean())
         by_model = per_model.group_by("model", maintain_order=True).agg(pl.col("orig").mean(), pl.col("shuf").mean())
-        paired = per_model.group_by("query_id").agg(pl.col("orig").mean(), pl.col("shuf").mean()).drop_nulls()
+        paired = (per_model.group_by("query_id", maintain_order=True)
+                  .agg(pl.col("orig").mean(), pl.col("shuf").mean()).drop_nulls())
         orig, orig_sd = mean_sd(by_model["orig"].drop_nulls())
         shuf, shuf_sd = mean_sd(by_model["shuf"].drop_nulls())
         rows.append({"model": variant, "dataset": dataset, "retriever": retriever, "seeds": by_model.height,

@@ -22,7 +22,7 @@ def seed_curves(curves: pl.DataFrame, training: dict, debias: str | None = "none
     one debiasing method (None: every method, as its own curve)."""
     c = with_variants(curves if debias is None else curves.filter(pl.col("debias") == debias), training)
     keys = ("variant", "dataset", "retriever", "debias")
-    return (c.group_by(*keys, "position")
+    return (c.group_by(*keys, "position", maintain_order=True)
             .agg(pl.len().alias("seeds"),
                  *[pl.col(m).mean().alias(m) for m in ("target_ndcg10", "target_mrr")],
                  *[pl.col(m).std().fill_null(0.0).alias(f"{m}_sd") for m in ("target_ndcg10", "target_mrr")])

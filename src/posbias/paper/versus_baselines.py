@@ -21,10 +21,12 @@ def versus_baselines(metrics: pl.DataFrame, training: dict, reference: str | Non
                        .when(pl.col("order").str.starts_with("shuffled-")).then(pl.lit("shuffled"))
                        .otherwise(None)).drop_nulls("condition")
     # per model (seed) and query: the original value and the mean over the shuffles
-    per_model = q.group_by("variant", "model", "dataset", "retriever", "condition", "query_id").agg(pl.col("value").mean())
-    per_variant = (per_model.group_by("variant", "dataset", "retriever", "condition", "query_id")
+    per_model = (q.group_by("variant", "model", "dataset", "retriever", "condition", "query_id", maintain_order=True)
+                 .agg(pl.col("value").mean()))
+    per_variant = (per_model.group_by("variant", "dataset", "retriever", "condition", "query_id", maintain_order=True)
                    .agg(pl.col("value").mean()).sort("dataset", "retriever", "condition", "variant", "query_id"))
-    seeds = per_model.group_by("variant", "model", "dataset", "retriever", "condition").agg(pl.col("value").mean())
+    seeds = (per_model.group_by("variant", "model", "dataset", "retriever", "condition", maintain_order=True)
+             .agg(pl.col("value").mean()))
     rows = []
     for (dataset, retriever, condition), group in per_variant.group_by("dataset", "retriever", "condition",
                                                                        maintain_order=True):

@@ -33,7 +33,7 @@ def noisy_order(grades: np.ndarray, noise: float, seed: int, query_id: str) -> n
 
 def search(qrels: pl.DataFrame, queries: pl.DataFrame, noise: float, depth: int, seed: int) -> tuple[pl.DataFrame, list[str]]:
     """The run (schema RUN) over every query, and the query ids without judged documents (no hits)."""
-    judged = {key[0]: group.sort("doc_id") for key, group in qrels.group_by("query_id")}
+    judged = {key[0]: group.sort("doc_id") for key, group in qrels.group_by("query_id", maintain_order=True)}
     rows, empty = [], []
     for query_id in queries["query_id"]:
         group = judged.get(query_id)
