@@ -145,15 +145,6 @@ def batch_of_order(wildcards):
     return f"{prefix}/batches/{wildcards.debias}.{part}"
 
 
-def copy_from_batch(batch, order, output, log):
-    """Copy one order's files out of its batch folder (rule rerank_order; runs in the Snakemake process)."""
-    import shutil
-
-    for name, target in output.items():
-        shutil.copyfile(Path(batch) / f"{order}{ORDER_FILES[name]}", target)
-    Path(log).write_text(f"copied {order} from {batch}\n")
-
-
 POINTWISE_EXPERIMENTS = [key for key in EXPERIMENTS if pbconfig.is_grades(config, key[0])]
 
 

@@ -57,8 +57,15 @@ rule rerank_order:
     wildcard_constraints:
         order=ORDER_PATTERN,
         debias=WINDOW_DEBIAS_PATTERN,
-    run:
-        copy_from_batch(input[0], wildcards.order, output, log[0])
+    conda:
+        "../envs/eval.yaml"
+    params:
+        batch=lambda w, input: f"{input[0]}/{w.order}",
+    shell:
+        # a shell job: a `run:` job would start a whole Snakemake process per order
+        "("
+        + " && ".join(f"cp -v {{params.batch:q}}{suffix} {{output.{name}:q}}" for name, suffix in ORDER_FILES.items())
+        + ") > {log:q} 2>&1"
 
 
 rule permsc_lists:
