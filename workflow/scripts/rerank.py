@@ -23,17 +23,19 @@ with logged(sm, "rerank") as log:
     grades = grades_by_query(schemas.read(sm.input.qrels, "qrels"))
     first_stage = schemas.read(sm.input.run, "run")
     queries, corpus = schemas.read(sm.input.queries, "queries"), schemas.read(sm.input.corpus, "corpus")
-    start = time.perf_counter()
-    base = rerankers.build(sm.params.model, sm.params.model_path, grades, seed, sm.params.device,
-                           rr.get("word_budget"))
-    log.info("loaded %s in %.1f s; %d orders to rerank", sm.wildcards.model, time.perf_counter() - start,
-             len(sm.params.orders))
-    # orders finished before a preemption or a failed attempt (same params, inputs and code) are kept
+    # orders finished before a preemption or a failed attempt (same params, inputs and code) are kept;
+    # the stats file is written last, so it marks a finished order
     folder = PartialFolder(sm.output[0], digest(dict(sm.params.items()), list(sm.input)))
-    for name in tqdm(sm.params.orders, desc=f"rerank {sm.wildcards.model} {sm.wildcards.debias}", unit="order"):
-        if folder.done(f"{name}{ORDER_FILES['stats']}"):  # the stats file is written last
-            log.info("%s: kept from an interrupted run of this job", name)
-            continue
+    pending = [name for name in sm.params.orders if not folder.done(f"{name}{ORDER_FILES['stats']}")]
+    if folder.resumed:
+        log.info("%d orders kept from an interrupted run of this job", folder.resumed)
+    if pending:  # the model loads only if there is something to rerank
+        start = time.perf_counter()
+        base = rerankers.build(sm.params.model, sm.params.model_path, grades, seed, sm.params.device,
+                               rr.get("word_budget"))
+        log.info("loaded %s in %.1f s; %d orders to rerank", sm.wildcards.model, time.perf_counter() - start,
+                 len(pending))
+    for name in tqdm(pending, desc=f"rerank {sm.wildcards.model} {sm.wildcards.debias}", unit="order"):
         order = orders.parse(name)
         shown = present_candidates(first_stage, queries, corpus, grades, order, seed, rr["depth"],
                                    rr.get("relevant_grade"), rr.get("position_k"), rr["queries"])
