@@ -18,7 +18,8 @@ Results tree (git-ignored; docs/architecture.md has the schemas):
 logs/ and benchmarks/ hold one file per job.
 
 Stage targets: `snakemake data`, `snakemake retrieval`, `snakemake evaluation`, `snakemake reranking`,
-`snakemake propensity`, `snakemake training`, `snakemake ocsft`, `snakemake report`.
+`snakemake propensity`, `snakemake training`, `snakemake ocsft`, `snakemake report`; `snakemake plan`
+writes the compute plan (results/plan/cost.md) from the data and first-stage runs alone.
 """
 
 from snakemake.utils import min_version
@@ -57,6 +58,7 @@ localrules:
     stability_table,
     paper_table,
     paper_figure,
+    plan_check,
 
 
 wildcard_constraints:
@@ -70,6 +72,7 @@ include: "rules/rerank.smk"
 include: "rules/propensity.smk"
 include: "rules/train.smk"
 include: "rules/ocsft.smk"
+include: "rules/plan.smk"
 include: "rules/report.smk"
 
 

@@ -7,6 +7,7 @@ from snakemake.utils import validate
 
 from posbias import config as pbconfig
 from posbias import debiasing, methods, orders, paper
+from posbias import plan as pbplan
 from posbias.models import resolve as resolve_model
 from posbias.provenance import ReportLine
 from posbias.rerank import ORDER_FILES
@@ -19,14 +20,9 @@ try:
     validate(config, "../config/schema.yaml")
 except WorkflowError:
     raise WorkflowError(pbconfig.explain_config(config, pbconfig.schema())) from None
-for skipped in pbconfig.drop_unavailable(config):
-    print(f"posbias: dataset {skipped!r} is optional and its files are missing; skipped", file=sys.stderr)
 try:
-    pbconfig.check_grid(config)
-    pbconfig.check_settings(config)
-    pbconfig.expand_seeds(config)
-    pbconfig.register_trained_models(config)
-    pbconfig.check_experiments(config)
+    for skipped in pbconfig.prepare(config):
+        print(f"posbias: dataset {skipped!r} is optional and its files are missing; skipped", file=sys.stderr)
 except ValueError as exc:
     raise WorkflowError(str(exc)) from None
 

@@ -34,7 +34,8 @@ rule propensity_rerank:
         qrels=lambda w: f"results/data/{PROPENSITY['dataset']}/qrels.parquet",
         model=lambda w: reranker_model_input(w.model),
     output:
-        "results/propensity/{model}/reranked.parquet",
+        transitions="results/propensity/{model}/reranked.parquet",
+        cost="results/propensity/{model}/reranked.cost.parquet",
     log:
         "logs/propensity/{model}/reranked.log",
     benchmark:

@@ -72,3 +72,5 @@ rule report:
         expand("results/figures/{figure}.{ext}", figure=PAPER_FIGURES, ext=["png", "pdf"]) if SUMMARIES else [],
         # the OC-SFT paper's table and BSC@K figure (rule stability_table, rules/ocsft.smk)
         rules.stability_table.output if POINTWISE_EXPERIMENTS else [],
+        # the compute plan beside the run (rules/plan.smk)
+        rules.plan_check.output,

@@ -54,3 +54,12 @@ def workdir(tmp_path: Path) -> Path:
     """
     shutil.copytree(REPO / "config", tmp_path / "work" / "config")
     return tmp_path / "work"
+
+
+@pytest.fixture(scope="session")
+def preset_plans():
+    """The compute plan of every paper preset on stand-in data (posbias.plan.preset_summaries)."""
+    from posbias import plan
+
+    return plan.preset_summaries(sorted((REPO / "config" / "paper").glob("*.yaml")),
+                                 REPO / "docs" / "plan" / "standins.yaml")

@@ -93,6 +93,15 @@ def test_default_workflow_end_to_end(workdir, shared_data):
         assert trec.select("query_id", "doc_id", "rank").equals(parquet.select("query_id", "doc_id", "rank"))
     table = (workdir / "results" / "tables" / "rerank.md").read_text()
     assert "| sim-linear | dl19 | imported:bm25 | none | 43 |" in table and "| toy-first-s1 | toy | biased | permsc@3 |" in table
+    # the compute plan: every job order it counts exactly matches the run in calls and tokens
+    check = pl.read_csv(workdir / "results" / "tables" / "plan_check.csv")
+    assert set(check["family"]) == {"rerank", "propensity_rerank"} and check["orders"].sum() == 76
+    assert (check["calls_match"] == check["orders"]).all() and (check["tokens_match"] == check["orders"]).all()
+    assert (check["prompt_tokens"] == check["prompt_tokens_actual"]).all() and check["prompt_tokens"].sum() > 0
+    exact = check.filter(pl.col("calls_exact"))
+    assert (exact["calls"] == exact["calls_actual"]).all() and set(check.filter(~pl.col("calls_exact"))["model"]) == {"tiny-gen"}
+    planned = pl.read_csv(workdir / "results" / "plan" / "cost.csv")
+    assert planned.filter(pl.col("family") == "rerank")["jobs"].sum() == 23
     # DebiasFirst branch: omega of the first seed's First model, augmented sets, continued training
     omega = pl.read_parquet(workdir / "results" / "propensity" / "toy-first-s1" / "omega.parquet")
     assert omega.height == 400 and omega["omega"].sum() == pytest.approx(1.0)
@@ -366,8 +375,16 @@ def _planned(workdir, preset: str) -> dict[str, int]:
             if len(line.split()) == 2 and line.split()[1].isdigit()}
 
 
-def test_paper_preset_plans_the_whole_dag(workdir):
+def _plan_jobs(preset_plans, preset: str) -> dict[str, int]:
+    """Jobs per rule family in the compute plan of a preset (posbias.plan, stand-in data)."""
+    summary, _ = preset_plans[preset]
+    return dict(summary.group_by("family").agg(pl.col("jobs").sum()).iter_rows())
+
+
+def test_paper_preset_plans_the_whole_dag(workdir, preset_plans):
     counts = _planned(workdir, "debiasfirst")
+    # the compute plan counts the jobs the DAG has
+    assert _plan_jobs(preset_plans, "debiasfirst") == {k: counts[k] for k in ("rerank", "propensity_rerank", "train")}
     assert counts["train"] == 12  # every objective x augmentation cell (first and debiasfirst among them)
     assert counts["propensity_rerank"] == 1 and counts["augment"] == 3
     assert counts["permsc_lists"] == 4 * 19  # PermSC@2 … @20 for First and DebiasFirst on DL19 and DL20
@@ -377,8 +394,9 @@ def test_paper_preset_plans_the_whole_dag(workdir):
     assert counts["paper_table"] == 6 and counts["paper_figure"] == 3  # every paper table and figure
 
 
-def test_capcal_paper_preset_plans_the_whole_dag(workdir):
+def test_capcal_paper_preset_plans_the_whole_dag(workdir, preset_plans):
     counts = _planned(workdir, "capcal")
+    assert _plan_jobs(preset_plans, "capcal") == {k: counts[k] for k in ("rerank", "train")}
     assert counts["train"] == 1  # the permutation-augmented fine-tuned model
     assert counts["permsc_lists"] == 29  # PermSC@10, the comparison, on every experiment
     # 29 experiments x 11 orders: 6 sweep the placeholder (none, capcal, 5 variants), 23 compare (none, capcal)
@@ -387,8 +405,9 @@ def test_capcal_paper_preset_plans_the_whole_dag(workdir):
     assert counts["paper_table"] == 6 and counts["retrieve"] == 7
 
 
-def test_ocsft_paper_preset_plans_the_whole_dag(workdir):
+def test_ocsft_paper_preset_plans_the_whole_dag(workdir, preset_plans):
     counts = _planned(workdir, "ocsft")
+    assert _plan_jobs(preset_plans, "ocsft") == {k: counts[k] for k in ("rerank", "silver_labels", "train")}
     assert counts["train"] == 5  # ocsft and its four baselines
     assert counts["silver_labels"] == 2  # self-distilled: first-stage order, and 10 shuffles for two baselines
     assert counts["stability"] == 12 and counts["stability_table"] == 1

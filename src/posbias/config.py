@@ -252,13 +252,15 @@ CONFIG_CHANGES = {1: "from 1 to 2 nothing was renamed; new are reranking.capcal.
                      "settings, then set config_version: 2"}
 
 
-def check_settings(config: dict) -> None:
-    """Mistakes the config alone shows, beyond what the schema can say; ValueError with one line."""
+def check_settings(config: dict, files: bool = True) -> None:
+    """Mistakes the config alone shows, beyond what the schema can say; ValueError with one line
+    (``files=False``: the files it names need not exist, for the compute plan's stand-ins)."""
     version, current = config["config_version"], schema()["properties"]["config_version"]["default"]
     if version != current:
         raise ValueError(f"config: config_version {version}: this workflow reads version {current}; "
                          + CONFIG_CHANGES.get(version, "a newer workflow wrote it: update the workflow"))
-    check_files(config)
+    if files:
+        check_files(config)
     rr = config["reranking"]
     if rr["step"] > rr["window"]:
         raise ValueError(f"config: reranking.step {rr['step']} is larger than reranking.window {rr['window']}: "
@@ -589,7 +591,7 @@ def _register(config: dict, name: str, run: dict) -> None:
     if name in config["models"]:
         raise ValueError(f"{where}: the name is already a models entry; trained models need their own names")
     config["models"][name] = {**{k: base[k] for k in ("dtype", "max_context", "attn_implementation",
-                                                     "trust_remote_code", "batch_size", "grade_window", "prompt", "identifiers")
+                                                     "trust_remote_code", "batch_size", "grade_window", "prompt", "identifiers", "params_b")
                                  if k in base},
                               "kind": "causal_lm", "mode": base["mode"], "path": f"results/models/{name}",
                               "trained": True}
@@ -604,6 +606,33 @@ def _check_propensity(config: dict) -> None:
             raise ValueError(f"config: propensity.dataset {prop.get('dataset')!r} is not a datasets entry")
         if prop["retriever"] not in dataset_retrievers(config, prop["dataset"]):
             raise ValueError(f"config: propensity.retriever {prop['retriever']!r} is not run on {prop['dataset']!r}")
+
+
+def prepare(config: dict, files: bool = True) -> list[str]:
+    """The checks and expansions of a schema-validated config, in the workflow's order: drop optional
+    datasets whose files are missing (returned), check grid and settings, expand seeds, register trained
+    models, check the experiments. Raises ValueError with one line. ``files=False`` neither checks the
+    files the config names nor drops optional datasets (the compute plan's stand-ins replace them)."""
+    dropped = drop_unavailable(config) if files else []
+    check_grid(config)
+    check_settings(config, files)
+    expand_seeds(config)
+    register_trained_models(config)
+    check_experiments(config)
+    return dropped
+
+
+def load(path: str | Path, files: bool = True) -> dict:
+    """A config file as the workflow sees it (outside Snakemake: the compute plan's tools, tests):
+    validated against the schema with its defaults filled, then :func:`prepare`-d."""
+    import yaml
+    from snakemake.utils import validate
+
+    check_duplicate_keys([path])
+    config = yaml.safe_load(Path(path).read_text())
+    validate(config, str(SCHEMA))
+    prepare(config, files)
+    return config
 
 
 def grid(config: dict) -> list[tuple[str, str]]:

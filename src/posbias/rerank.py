@@ -15,8 +15,9 @@ from dataclasses import dataclass
 import polars as pl
 from tqdm import tqdm
 
-from posbias import config, orders
+from posbias import config, debiasing, orders
 from posbias.data.collection import passage_texts
+from posbias.errors import PosbiasError
 from posbias.rerankers import Reranker, Window
 from posbias.runs import strictly_decreasing
 from posbias.windows import sliding_windows
@@ -179,3 +180,37 @@ def rerank(reranker: Reranker, lists: list[Candidates], window: int = _RR["windo
                               schema={"query_id": pl.String, "windows": pl.Int64, "calls": pl.Int64,
                                       "prompt_tokens": pl.Int64, "seconds": pl.Float64})
     return run, window_log, cost_table
+
+
+@dataclass
+class Experiment:
+    """What reranking one (dataset, retriever) reads: first-stage run, queries, corpus and qrels grades."""
+
+    name: str  # the dataset, for messages
+    first_stage: pl.DataFrame
+    queries: pl.DataFrame
+    corpus: pl.DataFrame
+    grades: dict[str, dict[str, int]]
+
+
+def rerank_order(base: Reranker, order_name: str, debias: str, settings: dict, seed: int, data: Experiment,
+                 batch_size: int) -> tuple[Presentation, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """One evaluation order of one experiment: present the candidates, wrap ``base`` in ``debias`` and
+    rerank; returns (presentation, run, window log, cost). ``settings`` is the job's
+    :func:`posbias.config.rerank_settings`. The ``rerank`` job and the compute plan (:mod:`posbias.plan`)
+    both call this, so the plan counts exactly the windows the job reranks.
+    """
+    order = orders.parse(order_name)
+    shown = present_candidates(data.first_stage, data.queries, data.corpus, data.grades, order, seed,
+                               settings["depth"], settings.get("relevant_grade"), settings.get("position_k"),
+                               settings["queries"])
+    if order.kind == "position" and shown.not_applicable and not shown.lists:
+        best = max((g for q in data.grades.values() for g in q.values()), default=None)
+        raise PosbiasError(f"reranking.relevant_grade {settings['relevant_grade']}: no query of {data.name} has a passage graded "
+                           f"that high in its top {settings['position_k']} (the qrels' highest grade is {best}), so "
+                           f"{order} has nothing to move; lower reranking.relevant_grade")
+    base.reset_stats()  # the counters in each order's stats are that order's
+    reranker = debiasing.wrap(base, debias, seed, settings["debias"])
+    run, window_log, cost = rerank(reranker, shown.lists, base.window or settings["window"], settings["step"],
+                                   batch_size)
+    return shown, run, window_log, cost

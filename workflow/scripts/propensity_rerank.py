@@ -1,5 +1,7 @@
 """Rerank every propensity sample (one window each) with the model whose bias is estimated."""
 
+import torch
+
 from posbias import propensity, rerankers, schemas
 from posbias.data.collection import grades_by_query, passage_texts
 from posbias.jobs import logged
@@ -7,6 +9,7 @@ from posbias.rerank import rerank
 
 sm = snakemake  # noqa: F821
 with logged(sm, "propensity_rerank") as log:
+    torch.set_num_threads(sm.threads)  # the job's CPUs (two jobs share 2 CPUs without oversubscribing)
     sampled = schemas.read(sm.input.samples, "propensity_samples")
     queries = schemas.read(sm.input.queries, "queries")
     corpus = schemas.read(sm.input.corpus, "corpus")
@@ -16,5 +19,6 @@ with logged(sm, "propensity_rerank") as log:
                                sm.params.word_budget)
     run, _, cost = rerank(reranker, lists, window=sm.params.k, step=sm.params.k,
                           batch_size=sm.params.model["batch_size"])
-    schemas.write(propensity.transitions(sampled, run), sm.output[0], "transitions")
+    schemas.write(propensity.transitions(sampled, run), sm.output.transitions, "transitions")
+    schemas.write(cost, sm.output.cost, "cost")  # compared with the compute plan (posbias.plan)
     log.info("reranked %d lists (%d model calls, %.1f s)", len(lists), cost["calls"].sum(), cost["seconds"].sum())

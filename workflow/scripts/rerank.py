@@ -8,18 +8,19 @@ paths."""
 import json
 import time
 
+import torch
 from tqdm import tqdm
 
-from posbias import debiasing, orders, rerankers, runs, schemas
+from posbias import rerankers, runs, schemas
 from posbias.data.collection import grades_by_query
-from posbias.errors import PosbiasError
 from posbias.jobs import logged
 from posbias.partial import PartialFolder, digest
-from posbias.rerank import ORDER_FILES, present_candidates, rerank
+from posbias.rerank import ORDER_FILES, Experiment, rerank_order
 
 sm = snakemake  # noqa: F821
 rr, seed = sm.params.settings, sm.params.seed  # only the config keys this job reads (config.rerank_settings)
 with logged(sm, "rerank") as log:
+    torch.set_num_threads(sm.threads)  # the job's CPUs (two jobs share 2 CPUs without oversubscribing)
     grades = grades_by_query(schemas.read(sm.input.qrels, "qrels"))
     first_stage = schemas.read(sm.input.run, "run")
     queries, corpus = schemas.read(sm.input.queries, "queries"), schemas.read(sm.input.corpus, "corpus")
@@ -35,26 +36,17 @@ with logged(sm, "rerank") as log:
                                rr.get("word_budget"))
         log.info("loaded %s in %.1f s; %d orders to rerank", sm.wildcards.model, time.perf_counter() - start,
                  len(pending))
+    data = Experiment(sm.wildcards.dataset, first_stage, queries, corpus, grades)
     for name in tqdm(pending, desc=f"rerank {sm.wildcards.model} {sm.wildcards.debias}", unit="order"):
-        order = orders.parse(name)
-        shown = present_candidates(first_stage, queries, corpus, grades, order, seed, rr["depth"],
-                                   rr.get("relevant_grade"), rr.get("position_k"), rr["queries"])
+        start = time.perf_counter()
+        shown, run, window_log, cost = rerank_order(base, name, sm.wildcards.debias, rr, seed, data,
+                                                    sm.params.model["batch_size"])
+        wall = time.perf_counter() - start
         if shown.no_candidates:
             log.warning("%d queries have no first-stage candidates; skipped", shown.no_candidates)
-        if order.kind == "position" and shown.not_applicable and not shown.lists:
-            best = max((g for q in grades.values() for g in q.values()), default=None)
-            raise PosbiasError(f"reranking.relevant_grade {rr['relevant_grade']}: no query of {sm.wildcards.dataset} "
-                               f"has a passage graded that high in its top {rr['position_k']} (the qrels' highest "
-                               f"grade is {best}), so {order} has nothing to move; lower reranking.relevant_grade")
         if shown.not_applicable:
             log.info("%d queries have no relevant passage in the top %d; skipped for %s", shown.not_applicable,
-                     rr["position_k"], order)
-        base.reset_stats()  # the counters in each order's stats are that order's
-        reranker = debiasing.wrap(base, sm.wildcards.debias, seed, rr["debias"])
-        start = time.perf_counter()
-        run, window_log, cost = rerank(reranker, shown.lists, base.window or rr["window"], rr["step"],
-                                       sm.params.model["batch_size"])
-        wall = time.perf_counter() - start
+                     rr["position_k"], name)
         out = {key: folder.path(f"{name}{suffix}") for key, suffix in ORDER_FILES.items()}
         schemas.write(run, out["run"], "run")
         runs.write_trec(run, out["trec"], f"{sm.wildcards.model}.{sm.wildcards.debias}")  # trec_eval, ranx, rank_llm

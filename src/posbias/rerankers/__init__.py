@@ -18,8 +18,12 @@ __all__ = ["Reranker", "Window", "WindowResult", "build", "by_score"]
 
 
 def build(spec: dict, path: str | None, grades: dict[str, dict[str, int]], seed: int, device: str,
-          word_budget: int) -> Reranker:
-    """The reranker a validated ``models:`` entry describes (``path`` resolved for causal LMs)."""
+          word_budget: int, loaded: tuple | None = None) -> Reranker:
+    """The reranker a validated ``models:`` entry describes (``path`` resolved for causal LMs).
+
+    ``loaded``: the (tokenizer, model) of a causal LM already at hand; ``(tokenizer, None)`` builds a
+    reranker that counts calls and prompt tokens without running a model (:mod:`posbias.plan`).
+    """
     if spec["kind"] == "simulated":
         from posbias.rerankers.simulated import SimulatedGrader, SimulatedReranker
 
@@ -37,11 +41,11 @@ def build(spec: dict, path: str | None, grades: dict[str, dict[str, int]], seed:
     if spec["mode"] == "grades":
         from posbias.rerankers.grades import GradesScorer
 
-        return GradesScorer(lm, spec["grade_window"])
+        return GradesScorer(lm, spec["grade_window"], loaded)
     if spec["mode"] == "first":
         from posbias.rerankers.first import FirstReranker
 
-        return FirstReranker(lm)
+        return FirstReranker(lm, loaded)
     from posbias.rerankers.generation import GenerationReranker
 
-    return GenerationReranker(lm)
+    return GenerationReranker(lm, loaded)

@@ -25,13 +25,19 @@ from posbias.rerankers.lm import (
 class FirstReranker(Reranker):
     capcal = "single_step"
 
-    def __init__(self, spec: LMSpec):
+    def __init__(self, spec: LMSpec, loaded: tuple | None = None):
         super().__init__()
         self.spec = spec
-        self.tokenizer, self.model = load(spec)
+        self.tokenizer, self.model = loaded or load(spec)
         self.paths = identifier_paths(self.tokenizer, spec.identifiers, len(IDENTIFIERS))
         self.stats = {"forward_passes": 0, "prompt_tokens": 0, "truncated_passages": 0}
         self._prior_cache: dict[tuple[str, int, str], list[float]] = {}
+
+    def reset_stats(self) -> None:
+        """Zero the counters and forget the cached content-free priors, so each order pays for its own
+        (its cost then does not depend on which orders share its job)."""
+        super().reset_stats()
+        self._prior_cache.clear()
 
     def encode(self, window: Window) -> list[int]:
         prompt = render(self.tokenizer, window.query, window.texts, self.spec.word_budget,

@@ -36,13 +36,18 @@ def parse_ranking(text: str, n: int, style: str = "letters") -> tuple[list[int],
     return order, missing
 
 
+def max_new_tokens(n: int) -> int:
+    """The decoding budget for a window of ``n`` passages (``[A] > [B] > …`` takes about 4 tokens each)."""
+    return 5 * n + 4
+
+
 class GenerationReranker(Reranker):
     capcal = "sequential"
 
-    def __init__(self, spec: LMSpec):
+    def __init__(self, spec: LMSpec, loaded: tuple | None = None):
         super().__init__()
         self.spec = spec
-        self.tokenizer, self.model = load(spec)
+        self.tokenizer, self.model = loaded or load(spec)
         self.paths = identifier_paths(self.tokenizer, spec.identifiers, len(IDENTIFIERS))
         self.stats = {"forward_passes": 0, "prompt_tokens": 0, "generated_tokens": 0, "parse_failures": 0,
                       "missing_ids": 0, "truncated_passages": 0}
@@ -57,13 +62,14 @@ class GenerationReranker(Reranker):
             self.stats["truncated_passages"] += prompt.truncated
             encoded.append(prompt.input_ids or self.tokenizer(prompt.text, add_special_tokens=True)["input_ids"])
         texts: list[str] = [""] * len(windows)
-        steps: list[int] = [0] * len(windows)
+        # counting only (the compute plan): the decoding steps are unknown before decoding; their bound
+        steps: list[int] = [max_new_tokens(len(w.doc_ids)) for w in windows] if self.model is None else [0] * len(windows)
         with torch.inference_mode():
-            for batch in batches_by_length(encoded, self.spec.batch_size):
+            for batch in batches_by_length(encoded, self.spec.batch_size) if self.model is not None else []:
                 ids, mask, _ = pad_left(self.tokenizer, [encoded[i] for i in batch], self.spec.device)
                 n_max = max(len(windows[i].doc_ids) for i in batch)
                 out = self.model.generate(input_ids=ids, attention_mask=mask, do_sample=False,
-                                          max_new_tokens=5 * n_max + 4, pad_token_id=self.tokenizer.pad_token_id)
+                                          max_new_tokens=max_new_tokens(n_max), pad_token_id=self.tokenizer.pad_token_id)
                 new = out[:, ids.shape[1]:]
                 self.stats["forward_passes"] += new.shape[1]
                 self.stats["prompt_tokens"] += int(mask.sum())

@@ -19,10 +19,10 @@ class GradesScorer(Reranker):
 
     pointwise = True
 
-    def __init__(self, spec: LMSpec, window: int):
+    def __init__(self, spec: LMSpec, window: int, loaded: tuple | None = None):
         super().__init__()
         self.spec, self.window = spec, window
-        self.tokenizer, self.model = load(spec)
+        self.tokenizer, self.model = loaded or load(spec)
         self.encoder = GradesEncoder(self.tokenizer, spec.word_budget, spec.max_context)
         self.stats = {"forward_passes": 0, "prompt_tokens": 0, "truncated_passages": 0}
 
@@ -30,6 +30,10 @@ class GradesScorer(Reranker):
         """(score per document in input order, prompt tokens) for each window."""
         encoded = [self.encoder.encode(w.query, w.texts) for w in windows]
         self.stats["truncated_passages"] += sum(e[2] for e in encoded)
+        if self.model is None:  # counting only (the compute plan)
+            self.stats["forward_passes"] += len(batches_by_length([e[0] for e in encoded], self.spec.batch_size))
+            self.stats["prompt_tokens"] += sum(len(e[0]) for e in encoded)
+            return [([0.0] * len(e[1]), len(e[0])) for e in encoded]
         out: list[tuple[list[float], int]] = [([], 0)] * len(windows)
         with torch.inference_mode():
             for batch in batches_by_length([e[0] for e in encoded], self.spec.batch_size):

@@ -40,8 +40,14 @@ class LMSpec:
     identifiers: str = _MODEL["identifiers"]  # letters or numbers (posbias.prompts.IDENTIFIER_STYLES)
 
 
-def load(spec: LMSpec):
-    """(tokenizer, model) ready for batched left-padded inference."""
+def load(spec: LMSpec, with_model: bool = True):
+    """(tokenizer, model) ready for batched left-padded inference.
+
+    ``with_model=False`` loads the tokenizer alone and returns ``(tokenizer, None)``: a reranker built
+    so counts its model calls and prompt tokens without running the model (the compute plan,
+    :mod:`posbias.plan`). Where the tokenizer cannot be loaded either (an HF id not in the local
+    cache), the plan uses :class:`posbias.plan.RuleOfThumbTokenizer` instead (``tokenizer_or_estimate``).
+    """
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -52,13 +58,14 @@ def load(spec: LMSpec):
         model = AutoModelForCausalLM.from_pretrained(
             spec.path, dtype=getattr(torch, DTYPES[spec.dtype]), attn_implementation=spec.attn_implementation,
             trust_remote_code=spec.trust_remote_code,
-        )
+        ) if with_model else None
     except OSError as exc:
         raise PosbiasError(f"model {spec.path!r} cannot be loaded: {str(exc).splitlines()[0]}") from None
     tokenizer.padding_side = "left"
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    model.eval().to(spec.device)
+    if model is not None:
+        model.eval().to(spec.device)
     return tokenizer, model
 
 
@@ -126,12 +133,17 @@ def identifier_scores(model, tokenizer, encoded: list[list[int]], paths: list[li
     (FIRST's readout). Multi-token paths: the log-probability of the whole path, the sum of its tokens'
     log-softmax; one extra forward pass per distinct proper prefix (for [1] … [20] with a digit-splitting
     tokenizer: the prompt, ``1`` and ``2``). In the single-token case the logits and the log-probabilities
-    rank, and softmax-normalise over the identifiers, identically.
+    rank, and softmax-normalise over the identifiers, identically. With ``model=None`` nothing runs:
+    every score is 0 and the costs are those the model would have spent.
     """
     import torch
 
     single = all(len(p) == 1 for row in paths for p in row)
     prefixes = [sorted({p[:t] for p in row for t in range(1, len(p))}) for row in paths]
+    costs = [(1 + len(prefixes[i]), len(encoded[i]) * (1 + len(prefixes[i])) + sum(len(p) for p in prefixes[i]))
+             for i in range(len(encoded))]
+    if model is None:  # counting only (the compute plan): equal scores, the same costs
+        return [[0.0] * len(row) for row in paths], costs
     jobs = [(i, ()) for i in range(len(encoded))] + [(i, pre) for i, row in enumerate(prefixes) for pre in row]
     rows = [encoded[i] + list(pre) for i, pre in jobs]
     next_token: dict[tuple[int, tuple[int, ...]], torch.Tensor] = {}
@@ -145,8 +157,6 @@ def identifier_scores(model, tokenizer, encoded: list[list[int]], paths: list[li
                 next_token[jobs[j]] = out[r].cpu()
     scores = [[sum(float(next_token[(i, p[:t])][p[t]]) for t in range(len(p))) for p in row]
               for i, row in enumerate(paths)]
-    costs = [(1 + len(prefixes[i]), len(encoded[i]) * (1 + len(prefixes[i])) + sum(len(p) for p in prefixes[i]))
-             for i in range(len(encoded))]
     return scores, costs
 
 

@@ -1,0 +1,62 @@
+# Stage `plan`: what the config will cost before it runs (posbias.plan). `snakemake plan` needs only the
+# data, the first-stage runs and the tokenizers (tiny builds; HF ids from the local cache, else the rule
+# of thumb), and writes per rule family and model the jobs, model loads, windows, model calls, prompt
+# tokens and device-hours. After a run, `plan_check` (part of `report`) puts the plan beside the cost
+# files the jobs wrote.
+
+
+rule plan:
+    input:
+        files=pbplan.inputs(config),
+        throughput=config["plan"]["throughput"],
+    output:
+        orders="results/plan/orders.parquet",
+        table=report(
+            "results/plan/cost.md",
+            caption="../docs/captions/plan.rst",
+            category="Compute plan",
+        ),
+        csv="results/plan/cost.csv",
+        tex="results/plan/cost.tex",
+    log:
+        "logs/plan/plan.log",
+    benchmark:
+        "benchmarks/plan/plan.tsv"
+    conda:
+        "../envs/models.yaml"
+    resources:
+        mem_mb=8000,
+        runtime=120,
+    params:
+        settings=pbplan.settings(config),
+        provenance=REPORT_LINE,
+    script:
+        "../workflow/scripts/plan.py"
+
+
+rule plan_check:
+    input:
+        plan="results/plan/orders.parquet",
+        costs=[path for _, path in pbplan.cost_files(config)],
+    output:
+        table=report(
+            "results/tables/plan_check.md",
+            caption="../docs/captions/plan_check.rst",
+            category="Compute plan",
+        ),
+        csv="results/tables/plan_check.csv",
+        tex="results/tables/plan_check.tex",
+    log:
+        "logs/plan/check.log",
+    benchmark:
+        "benchmarks/plan/check.tsv"
+    conda:
+        "../envs/eval.yaml"
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        planned=[keys for keys, _ in pbplan.cost_files(config)],
+        provenance=REPORT_LINE,
+    script:
+        "../workflow/scripts/plan_check.py"

@@ -1,0 +1,687 @@
+"""The compute plan of a config: what a run costs, known before it runs (``snakemake plan``).
+
+Per rule family (``rerank``, ``propensity_rerank``, ``silver_labels``, ``train``) and model: jobs, model
+loads, windows, model calls, prompt tokens, and the device-hours they take on one device of the
+throughput table (``config/throughput.yaml``, :func:`estimate`).
+
+Calls and prompt tokens are counted, not modelled: the plan runs the reranking code itself
+(:func:`posbias.rerank.rerank_order`, :func:`posbias.silver.silver_labels`, the propensity lists) with
+every language model built tokenizer-only (``rerankers.build(..., loaded=(tokenizer, None))``): each
+prompt is rendered and tokenised exactly as the job does it, and the forward pass is replaced by equal
+scores. So the counts are exact wherever they do not depend on what the model answers:
+
+- one window per list (depth ≤ window), pointwise Grades windows, propensity lists, CapCal's prompts
+  and content-free priors, PermSC-window and BSC views: calls and tokens exact;
+- simulated rerankers run for real (they are cheap): exact;
+- sliding windows after the first hold passages the model promoted; the plan takes them as if the
+  model returned its input order: calls exact, tokens estimated (``tokens_exact`` false);
+- generation: the decoding steps depend on the answer; calls are their bound, ``max_new_tokens`` per
+  window (``calls_exact`` false);
+- a tokenizer not on disk (an HF id outside the local cache): tokens from
+  :class:`RuleOfThumbTokenizer` (``tokens_exact`` false);
+- training: steps from the schedule, tokens from a sample of its instances (estimated).
+
+After a run, :func:`compare` puts the plan beside the ``*.cost.parquet`` the jobs wrote.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+import yaml
+
+from posbias import config as pbconfig
+from posbias import debiasing, methods, orders, propensity, rerankers, schemas, silver
+from posbias.data.collection import grades_by_query, passage_texts
+from posbias.errors import PosbiasError
+from posbias.models import resolve
+from posbias.rerank import Candidates, Experiment, rerank, rerank_order
+from posbias.rerankers import Window
+
+FAMILIES = ("rerank", "propensity_rerank", "silver_labels", "train")
+ORDER_SCHEMA = {"family": pl.String, "model": pl.String, "dataset": pl.String, "retriever": pl.String,
+                "debias": pl.String, "order": pl.String, "job": pl.String, "queries": pl.Int64,
+                "windows": pl.Int64, "calls": pl.Int64, "prompt_tokens": pl.Int64, "calls_exact": pl.Boolean,
+                "tokens_exact": pl.Boolean}
+TRAIN_SAMPLE = 64  # training instances whose prompts are tokenised to estimate a training job's tokens
+
+
+class RuleOfThumbTokenizer:
+    """A stand-in tokenizer for a model whose own is not on disk: one token per punctuation mark and
+    ``max(1, round(len / 4))`` per word or number (the published rule of thumb of about 4 characters
+    per token of English text, OpenAI's "what are tokens"; about 1.2 tokens per English word here).
+    It has the interface the prompt code uses (``__call__``, ``convert_ids_to_tokens``, no chat
+    template), so an estimate comes from the same rendering as an exact count.
+    """
+
+    chat_template = None
+    pad_token = eos_token = "</s>"
+    _PIECE = re.compile(r"\w+|[^\w\s]")
+
+    def __call__(self, text: str, add_special_tokens: bool = True) -> dict[str, list[int]]:
+        ids = [1] if add_special_tokens else []  # a BOS token, as Llama/Mistral tokenizers add
+        for piece in self._PIECE.findall(text):
+            n = max(1, round(len(piece) / 4)) if piece[0].isalnum() or piece[0] == "_" else 1
+            ids += [zlib.crc32(f"{piece}#{i}".encode()) for i in range(n)]
+        return {"input_ids": ids}
+
+    def convert_ids_to_tokens(self, ids: list[int]) -> list[str]:
+        return [str(i) for i in ids]
+
+
+# what the stability stage alone reads of the ocsft section (not the plan)
+_STABILITY_ONLY = ("bsc_k", "presentations", "grid_points")
+
+
+def settings(config: dict) -> dict:
+    """What the plan reads of a validated config, and nothing else (the ``plan`` job's params, so an
+    edit elsewhere does not replan): seed, datasets, retrievers, models, reranking, propensity,
+    augmentation, ocsft without the stability-only keys, plan, and each training entry without its
+    operational trainer settings (:func:`posbias.config.train_settings`)."""
+    out = {k: config[k] for k in ("seed", "datasets", "retrievers", "models", "reranking", "augmentation", "plan")}
+    out["propensity"] = config.get("propensity", {})
+    out["ocsft"] = {k: v for k, v in config["ocsft"].items() if k not in _STABILITY_ONLY}
+    out["training"] = {name: pbconfig.train_settings(config, name) for name in config.get("training", {})}
+    return pbconfig.canonical(out)
+
+
+def tokenizer_source(config: dict, model: str) -> str:
+    """The models entry whose tokenizer ``model`` uses: a trained model keeps its base model's."""
+    while config["models"][model].get("trained"):
+        model = config["training"][model]["base_model"]
+    return model
+
+
+def counting_reranker(config: dict, model: str, grades: dict, word_budget: int | None, root: Path):
+    """(reranker, tokens exact) for ``model``: a tokenizer-only reranker for a causal LM (its own
+    tokenizer, or :class:`RuleOfThumbTokenizer` where that is not on disk), the reranker itself for a
+    simulated one."""
+    from posbias.rerankers.lm import LMSpec, load
+
+    spec = config["models"][model]
+    if spec["kind"] == "simulated":
+        return rerankers.build(spec, None, grades, config["seed"], "cpu", word_budget), True
+    path = _model_path(config, tokenizer_source(config, model), root)
+    try:
+        tokenizer, _ = load(LMSpec(path, trust_remote_code=spec["trust_remote_code"]), with_model=False)
+        exact = True
+    except PosbiasError:
+        tokenizer, exact = RuleOfThumbTokenizer(), False
+    return rerankers.build(spec, path, grades, config["seed"], "cpu", word_budget, loaded=(tokenizer, None)), exact
+
+
+def _model_path(config: dict, model: str, root: Path) -> str:
+    path = resolve(model, config["models"])
+    return str(root / path) if path.startswith("results/") else path
+
+
+def inputs(config: dict) -> list[str]:
+    """Every file the plan reads: the data and first-stage runs of each experiment, the propensity
+    and silver-label datasets, the listwise training sets, and the tiny model builds whose
+    tokenizers count the tokens."""
+    files: list[str] = []
+
+    def data(dataset: str, retriever: str | None = None) -> None:
+        files.extend(f"results/data/{dataset}/{name}.parquet" for name in ("queries", "corpus", "qrels"))
+        if retriever:
+            files.append(f"results/runs/{dataset}/{retriever}.parquet")
+
+    models = set()
+    for m, d, r, _, _ in pbconfig.rerank_grid(config):
+        data(d, r)
+        models.add(m)
+    prop = config.get("propensity", {})
+    if prop.get("model"):
+        data(prop["dataset"], prop["retriever"])
+        models.add(prop["model"])
+    for name, run in config.get("training", {}).items():
+        models.add(run["base_model"])
+        if methods.get(run["method"]).pointwise:
+            data(run["data"], config["ocsft"]["retriever"])
+            teacher = pbconfig.silver_teacher(config, run)
+            if teacher != silver.QRELS_TEACHER:
+                models.add(teacher)
+        else:
+            files.append(f"results/data/{run['data']}/listwise.parquet")
+    for m in sorted(models):
+        source = tokenizer_source(config, m)
+        if config["models"][source].get("kind") == "causal_lm":
+            path = resolve(source, config["models"])
+            if path.startswith("results/models/"):
+                files.append(path)
+    return list(dict.fromkeys(files))
+
+
+class _Data:
+    """The parquet files of the plan's datasets, each read once."""
+
+    def __init__(self, root: Path):
+        self.root, self._cache = root, {}
+
+    def experiment(self, dataset: str, retriever: str) -> Experiment:
+        key = (dataset, retriever)
+        if key not in self._cache:
+            base = self.root / "results" / "data" / dataset
+            self._cache[key] = Experiment(
+                dataset, schemas.read(self.root / "results" / "runs" / dataset / f"{retriever}.parquet", "run"),
+                schemas.read(base / "queries.parquet", "queries"), schemas.read(base / "corpus.parquet", "corpus"),
+                grades_by_query(schemas.read(base / "qrels.parquet", "qrels")))
+        return self._cache[key]
+
+
+def _row(family: str, model: str, dataset: str, retriever: str, debias: str, order: str, job: str, queries: int,
+         cost: pl.DataFrame, calls_exact: bool, tokens_exact: bool, scale: float = 1.0) -> dict:
+    """A plan row; ``scale`` (stand-ins: real queries per stand-in query) multiplies the counts."""
+    return {"family": family, "model": model, "dataset": dataset, "retriever": retriever, "debias": debias,
+            "order": order, "job": job, "queries": round(queries * scale), "windows": round(cost["windows"].sum() * scale),
+            "calls": round(cost["calls"].sum() * scale), "prompt_tokens": round(cost["prompt_tokens"].sum() * scale),
+            "calls_exact": calls_exact and scale == 1, "tokens_exact": tokens_exact and scale == 1}
+
+
+def _unit(dataset: str, cap: int | None = None) -> float:
+    """The scale of a plan on the real data: each list stands for itself."""
+    return 1.0
+
+
+def _generation(config: dict, model: str) -> bool:
+    spec = config["models"][model]
+    return spec["kind"] == "causal_lm" and spec["mode"] == "generation"
+
+
+def plan_rerank(config: dict, root: Path, scale=_unit) -> list[dict]:
+    """One row per rerank job order: the windows, calls and prompt tokens it will spend."""
+    data, out, built = _Data(root), [], {}
+    for (m, d, r, debias, part), names in pbconfig.rerank_batches(config).items():
+        settings = pbconfig.rerank_settings(config, m, d, r, debias, part)
+        exp = data.experiment(d, r)
+        if (m, d) not in built:
+            built[(m, d)] = counting_reranker(config, m, exp.grades, settings.get("word_budget"), root)
+        base, tokens_exact = built[(m, d)]
+        for name in names:
+            shown, _, _, cost = rerank_order(base, name, debias, settings, config["seed"], exp,
+                                             config["models"][m]["batch_size"])
+            # a window after the first holds what the model promoted: its tokens are exact only if the
+            # model reads none (simulated) or every list fits one window
+            one_window = base.pointwise or all(len(c.doc_ids) <= (base.window or settings["window"])
+                                               for c in shown.lists)
+            reads_tokens = config["models"][m]["kind"] == "causal_lm"
+            out.append(_row("rerank", m, d, r, debias, name, f"{d}/{r}/{debias}.{part}", len(shown.lists), cost,
+                            not _generation(config, m), tokens_exact and (one_window or not reads_tokens),
+                            scale(d, settings["queries"])))
+    return out
+
+
+def plan_propensity(config: dict, root: Path, scale=_unit) -> list[dict]:
+    """The propensity_rerank job: every sampled shuffle of every sampled query, one window each."""
+    prop = config.get("propensity", {})
+    if not prop.get("model"):
+        return []
+    exp = _Data(root).experiment(prop["dataset"], prop["retriever"])
+    sampled = propensity.samples(exp.first_stage, prop["queries"], prop["k"], prop["shuffles"], config["seed"])
+    lists = propensity.sample_lists(sampled, dict(exp.queries.select("query_id", "text").iter_rows()),
+                                    passage_texts(exp.corpus))
+    reranker, exact = counting_reranker(config, prop["model"], exp.grades, config["reranking"]["word_budget"], root)
+    _, _, cost = rerank(reranker, lists, window=prop["k"], step=prop["k"],
+                        batch_size=config["models"][prop["model"]]["batch_size"])
+    return [_row("propensity_rerank", prop["model"], prop["dataset"], prop["retriever"], "none", "propensity",
+                 "propensity", sampled["query_id"].n_unique(), cost, not _generation(config, prop["model"]), exact,
+                 scale(prop["dataset"], prop["queries"]))]
+
+
+def plan_silver(config: dict, root: Path, scale=_unit) -> list[dict]:
+    """The silver_labels jobs with a model teacher: view 0 and T shuffles of each training query."""
+    out, seen = [], set()
+    oc = config["ocsft"]
+    for run in config.get("training", {}).values():
+        if not methods.get(run["method"]).pointwise:
+            continue
+        teacher, shuffles = pbconfig.silver_teacher(config, run), pbconfig.silver_shuffles(config, run)
+        if teacher == silver.QRELS_TEACHER or (run["data"], teacher, shuffles) in seen:
+            continue
+        seen.add((run["data"], teacher, shuffles))
+        exp = _Data(root).experiment(run["data"], oc["retriever"])
+        reranker, exact = counting_reranker(config, teacher, exp.grades, config["reranking"]["word_budget"], root)
+        _, cost = silver.silver_labels(reranker, exp.first_stage, exp.queries, exp.corpus, exp.grades, config["seed"],
+                                       oc["depth"], oc["window"], shuffles, oc.get("queries"),
+                                       config["models"][teacher]["batch_size"])
+        out.append(_row("silver_labels", teacher, run["data"], oc["retriever"], "none", f"t{shuffles}",
+                        f"{run['data']}/t{shuffles}", cost["query_id"].n_unique(), cost, True, exact,
+                        scale(run["data"], oc.get("queries"))))
+    return out
+
+
+def plan_train(config: dict, root: Path, scale=_unit) -> list[dict]:
+    """Each train job: optimiser steps × lists per step, and its prompt tokens from a sample of its
+    instances (listwise: the training set's lists as First prompts; pointwise: the first window of
+    training queries as Grades prompts). Estimates: ``calls`` counts training lists, not forward passes."""
+    out = []
+    for name, run in config.get("training", {}).items():
+        hyper = run["hyper"]
+        per_step = hyper["batch_size"] * hyper["grad_accum"] * max(run.get("gpus", 0), 1)
+        if methods.get(run["method"]).pointwise:
+            exp = _Data(root).experiment(run["data"], config["ocsft"]["retriever"])
+            lists = _first_windows(exp, config["ocsft"]["depth"], config["ocsft"]["window"],
+                                   config["ocsft"].get("queries"))
+            n_instances = scale(run["data"], config["ocsft"].get("queries")) * sum(
+                math.ceil(min(len(c.doc_ids), config["ocsft"]["depth"]) / config["ocsft"]["window"]) for c in lists)
+            sample = [Window(c.query_id, c.query, c.doc_ids[:config["ocsft"]["window"]],
+                             [c.texts[d] for d in c.doc_ids[:config["ocsft"]["window"]]]) for c in lists[:TRAIN_SAMPLE]]
+            grades = exp.grades
+        else:
+            listwise = schemas.read(root / "results" / "data" / run["data"] / "listwise.parquet", "listwise")
+            views = config["augmentation"]["n_groups"] if run["aug"] == "posaug" else 1
+            n_instances = scale(run["data"]) * listwise.height * views
+            sample = [Window(q, text, docs, texts) for q, text, docs, texts in
+                      listwise.head(TRAIN_SAMPLE).select("query_id", "query", "doc_ids", "texts").iter_rows()]
+            grades = {}
+        steps = hyper["max_steps"] if hyper["max_steps"] > 0 else math.ceil(hyper["epochs"] * n_instances / per_step)
+        lists = steps * per_step
+        reranker, _ = counting_reranker(config, run["base_model"], grades, config["reranking"]["word_budget"], root)
+        tokens = [r.stats["prompt_tokens"] for r in reranker.rank(sample)] if sample else [0]
+        out.append({"family": "train", "model": name, "dataset": run["data"], "retriever": "", "debias": "",
+                    "order": "", "job": name, "queries": round(n_instances), "windows": lists, "calls": lists,
+                    "prompt_tokens": round(lists * sum(tokens) / len(tokens)), "calls_exact": False,
+                    "tokens_exact": False})
+    return out
+
+
+def _first_windows(exp: Experiment, depth: int, window: int, max_queries: int | None) -> list[Candidates]:
+    from posbias.rerank import present_candidates
+
+    shown = present_candidates(exp.first_stage, exp.queries, exp.corpus, exp.grades, orders.parse("original"), 0,
+                               depth, None, None, max_queries)
+    return shown.lists
+
+
+def plan_orders(config: dict, root: Path = Path("."), scale=_unit) -> pl.DataFrame:
+    """Every planned job order of the config (schema ``ORDER_SCHEMA``), from the data and first-stage
+    runs under ``root``; ``scale(dataset, cap)`` is the number of real queries each list stands for
+    (1, except for :func:`stand_ins`)."""
+    rows = [row for part in (plan_rerank, plan_propensity, plan_silver, plan_train) for row in part(config, root, scale)]
+    return pl.DataFrame(rows, schema=ORDER_SCHEMA)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Time: the throughput table
+
+
+@dataclass(frozen=True)
+class Throughput:
+    """One row of the throughput table: a model size on a device."""
+
+    params_b: float
+    prefill_tokens_per_s: float
+    call_s: float
+    decode_s: float  # seconds per decoding step of one window (generation rerankers)
+    load_s: float
+    source: str
+
+
+def read_throughput(path: str | Path, device: str) -> tuple[list[Throughput], dict]:
+    """(rows of ``device``, the table's other settings: ``simulated`` and ``train_factor``)."""
+    table = yaml.safe_load(Path(path).read_text())
+    if device not in table.get("devices", {}):
+        raise PosbiasError(f"{path}: plan.device {device!r} has no entry under `devices` "
+                           f"({', '.join(table.get('devices', {}))}); add its rows or pick one of them")
+    rows = [Throughput(**r) for r in table["devices"][device]["rows"]]
+    return rows, {"simulated": table["simulated"], "train_factor": table["train_factor"]}
+
+
+def throughput_for(rows: list[Throughput], params_b: float) -> Throughput:
+    """The row nearest in size (log scale), its tokens per second scaled by row size / model size
+    (prefill is compute-bound: FLOPs per token grow with the parameters); call and load seconds as
+    the row's."""
+    row = min(rows, key=lambda r: abs(math.log(r.params_b / params_b)))
+    return Throughput(params_b, row.prefill_tokens_per_s * row.params_b / params_b, row.call_s, row.decode_s,
+                      row.load_s, row.source if row.params_b == params_b else f"{row.source}, scaled from {row.params_b:g}B")
+
+
+def model_params_b(config: dict, model: str, root: Path) -> float | None:
+    """Parameters (billions) of a causal LM: counted from its ``config.json`` where it is on disk (no
+    weights loaded), else the entry's ``params_b``; None for a simulated model."""
+    spec = config["models"][model]
+    if spec["kind"] == "simulated":
+        return None
+    if spec.get("params_b"):
+        return spec["params_b"]
+    path = Path(_model_path(config, tokenizer_source(config, model), root))
+    if (path / "config.json").is_file():
+        import torch
+        from transformers import AutoConfig, AutoModelForCausalLM
+
+        with torch.device("meta"):
+            net = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(path))
+        return sum(p.numel() for p in net.parameters()) / 1e9
+    raise PosbiasError(f"config: models.{model}.params_b is needed for the compute plan's time estimate "
+                       f"({path} has no config.json here); set it to the model's size in billions")
+
+
+def with_seconds(orders_: pl.DataFrame, config: dict, root: Path = Path(".")) -> pl.DataFrame:
+    """``orders_`` with each row's throughput row and estimated model seconds: ``calls · call_s + tokens /
+    tokens_per_s`` (generation: ``decode_s`` per call, a decoding step; training: ``tokens · train_factor /
+    tokens_per_s``), on ``plan.device``."""
+    plan = config["plan"]
+    rows, other = read_throughput(root / plan["throughput"], plan["device"])
+    chosen = {}
+    for model in orders_["model"].unique(maintain_order=True):
+        params = model_params_b(config, model, root)
+        chosen[model] = (throughput_for(rows, params) if params is not None else
+                         Throughput(0.0, math.inf, other["simulated"]["call_s"], 0.0, 0.0, other["simulated"]["source"]))
+    seconds, loads, sources, params = [], [], [], []
+    for family, model, calls, tokens in orders_.select("family", "model", "calls", "prompt_tokens").iter_rows():
+        row = chosen[model]
+        if family == "train":
+            seconds.append(tokens * other["train_factor"] / row.prefill_tokens_per_s)
+        else:  # a generation reranker's calls are decoding steps
+            per_call = row.decode_s if _generation(config, model) else row.call_s
+            seconds.append(calls * per_call + tokens / row.prefill_tokens_per_s)
+        loads.append(row.load_s)
+        sources.append(row.source)
+        params.append(row.params_b or None)
+    return orders_.with_columns(model_seconds=pl.Series(seconds, dtype=pl.Float64),
+                                load_s=pl.Series(loads, dtype=pl.Float64), params_b=pl.Series(params, dtype=pl.Float64),
+                                throughput=pl.Series(sources, dtype=pl.String))
+
+
+def summary(orders_: pl.DataFrame, config: dict) -> pl.DataFrame:
+    """Per (family, model): jobs (= model loads: every job loads its model once), windows, calls, prompt
+    tokens, whether both counts are exact, and device-hours: the model seconds plus ``load_s`` per job
+    and GPU (a training job's GPUs share its tokens and each loads the model)."""
+    out = []
+    for (family, model), part in orders_.group_by("family", "model", maintain_order=True):
+        jobs = part["job"].n_unique()
+        gpus = max(config["training"][model].get("gpus", 0), 1) if family == "train" else 1
+        # a training job's tokens are shared by its GPUs (data parallel); each GPU loads the model
+        device_seconds = jobs * gpus * part["load_s"][0] + part["model_seconds"].sum()
+        out.append({"family": family, "model": model, "params_b": part["params_b"][0], "jobs": jobs,
+                    "model_loads": jobs, "windows": int(part["windows"].sum()), "calls": int(part["calls"].sum()),
+                    "prompt_tokens": int(part["prompt_tokens"].sum()), "calls_exact": bool(part["calls_exact"].all()),
+                    "tokens_exact": bool(part["tokens_exact"].all()), "device_hours": device_seconds / 3600,
+                    "throughput": part["throughput"][0]})
+    return pl.DataFrame(out, schema={"family": pl.String, "model": pl.String, "params_b": pl.Float64,
+                                     "jobs": pl.Int64, "model_loads": pl.Int64, "windows": pl.Int64,
+                                     "calls": pl.Int64, "prompt_tokens": pl.Int64, "calls_exact": pl.Boolean,
+                                     "tokens_exact": pl.Boolean, "device_hours": pl.Float64,
+                                     "throughput": pl.String})
+
+
+def _hours(value: float) -> str:
+    return f"{value:,.2f}" if value >= 0.01 else f"{value:.2g}"
+
+
+def _count(value: int, exact: bool) -> str:
+    return f"{value:,}" if exact else f"~{value:,}"
+
+
+def table(summary_: pl.DataFrame, device: str):
+    """The plan as a :class:`posbias.paper.writers.Table`: a row per family and model, then the totals
+    per family and overall; a ``~`` marks an estimated count."""
+    from posbias.paper.writers import Table
+
+    def cells(family, model, part):
+        return {"family": family, "model": model, "jobs": f"{part['jobs'].sum():,}",
+                "model loads": f"{part['model_loads'].sum():,}", "windows": f"{part['windows'].sum():,}",
+                "model calls": _count(int(part["calls"].sum()), bool(part["calls_exact"].all())),
+                "prompt tokens": _count(int(part["prompt_tokens"].sum()), bool(part["tokens_exact"].all())),
+                f"{device} hours": _hours(part["device_hours"].sum())}
+
+    rows = [cells(f, m, summary_.filter((pl.col("family") == f) & (pl.col("model") == m)))
+            for f, m in summary_.select("family", "model").iter_rows()]
+    rows += [cells(f, "all", summary_.filter(pl.col("family") == f))
+             for f in FAMILIES if f in set(summary_["family"])]
+    rows.append(cells("all", "all", summary_))
+    notes = (f"Device-hours on {device} from the throughput table: model loads + calls · seconds per call + prompt "
+             "tokens / tokens per second (training: tokens × train_factor, shared by its GPUs, each loading the "
+             "model). A ~ marks an estimate: "
+             "sliding windows after the first (their passages depend on the model's answers), generation "
+             "(decoding steps bounded by max_new_tokens), a tokenizer not on disk (the rule of thumb of "
+             "RuleOfThumbTokenizer), training (steps × lists per step × sampled tokens per list). Throughput rows: "
+             + "; ".join(summary_["throughput"].unique(maintain_order=True)) + ".")
+    return Table(summary_, pl.DataFrame(rows), notes)
+
+
+def compare(planned: pl.DataFrame, actual: pl.DataFrame) -> pl.DataFrame:
+    """Planned beside actual, per job order: ``actual`` has the plan's keys (family, model, dataset,
+    retriever, debias, order) and the summed windows, calls, prompt_tokens and seconds of the
+    ``*.cost.parquet`` the jobs wrote (:func:`actual`). ``calls_match``: equal where the plan is exact,
+    actual ≤ planned where it is a bound (generation); ``tokens_match``: equal, null where the plan
+    estimates; ``seconds_ratio``: actual / planned model seconds."""
+    keys = ["family", "model", "dataset", "retriever", "debias", "order"]
+    joined = planned.join(actual, on=keys, how="inner", suffix="_actual")
+    return joined.with_columns(
+        calls_match=pl.when(pl.col("calls_exact")).then(pl.col("calls") == pl.col("calls_actual"))
+        .otherwise(pl.col("calls_actual") <= pl.col("calls")),
+        tokens_match=pl.when(pl.col("tokens_exact")).then(pl.col("prompt_tokens") == pl.col("prompt_tokens_actual")),
+        seconds_ratio=pl.col("seconds") / pl.col("model_seconds"),
+    ).select(*keys, "calls", "calls_actual", "calls_exact", "calls_match", "prompt_tokens", "prompt_tokens_actual",
+             "tokens_exact", "tokens_match", "model_seconds", "seconds", "seconds_ratio", "throughput")
+
+
+def cost_files(config: dict) -> list[tuple[dict, str]]:
+    """(plan keys, path) of every cost file a run writes for a planned job order: each window-level
+    rerank order, the propensity reranking and the silver labels of a model teacher."""
+    out = []
+    for m, d, r, order, debias in pbconfig.rerank_grid(config):
+        if debiasing.parse(debias).level == "window":
+            out.append(({"family": "rerank", "model": m, "dataset": d, "retriever": r, "debias": debias,
+                         "order": order}, f"results/rerank/{m}/{d}/{r}/{order}/{debias}.cost.parquet"))
+    prop = config.get("propensity", {})
+    if prop.get("model"):
+        out.append(({"family": "propensity_rerank", "model": prop["model"], "dataset": prop["dataset"],
+                     "retriever": prop["retriever"], "debias": "none", "order": "propensity"},
+                    f"results/propensity/{prop['model']}/reranked.cost.parquet"))
+    for run in config.get("training", {}).values():
+        teacher = pbconfig.silver_teacher(config, run) if methods.get(run["method"]).pointwise else silver.QRELS_TEACHER
+        if teacher != silver.QRELS_TEACHER:
+            out.append(({"family": "silver_labels", "model": teacher, "dataset": run["data"],
+                         "retriever": config["ocsft"]["retriever"], "debias": "none",
+                         "order": f"t{pbconfig.silver_shuffles(config, run)}"},
+                        pbconfig.silver_path(config, run).removesuffix(".parquet") + ".cost.parquet"))
+    return list({path: (keys, path) for keys, path in out}.values())
+
+
+def actual(files: list[tuple[dict, str]]) -> pl.DataFrame:
+    """The summed windows, calls, prompt tokens and seconds of each cost file, with its plan keys."""
+    rows = []
+    for keys, path in files:
+        cost = schemas.read(path, "cost")
+        rows.append(keys | {"windows": int(cost["windows"].sum()), "calls": int(cost["calls"].sum()),
+                            "prompt_tokens": int(cost["prompt_tokens"].sum()), "seconds": float(cost["seconds"].sum())})
+    return pl.DataFrame(rows, schema={**{k: pl.String for k in ("family", "model", "dataset", "retriever", "debias",
+                                                                "order")},
+                                      "windows": pl.Int64, "calls": pl.Int64, "prompt_tokens": pl.Int64,
+                                      "seconds": pl.Float64})
+
+
+def check_table(checked: pl.DataFrame):
+    """:func:`compare`'s rows summed per family and model, as a :class:`posbias.paper.writers.Table`:
+    planned and actual calls and tokens, how many job orders match, and actual / planned model seconds."""
+    from posbias.paper.writers import Table, fmt
+
+    grouped = checked.group_by("family", "model", maintain_order=True).agg(
+        orders=pl.len(), calls=pl.col("calls").sum(), calls_actual=pl.col("calls_actual").sum(),
+        calls_exact=pl.col("calls_exact").all(), calls_match=pl.col("calls_match").sum(),
+        prompt_tokens=pl.col("prompt_tokens").sum(), prompt_tokens_actual=pl.col("prompt_tokens_actual").sum(),
+        tokens_exact=pl.col("tokens_exact").all(), tokens_match=pl.col("tokens_match").sum(),
+        model_seconds=pl.col("model_seconds").sum(), seconds=pl.col("seconds").sum())
+    view = grouped.select(
+        "family", "model", pl.col("orders").alias("job orders"),
+        pl.format("{} / {}", pl.col("calls"), pl.col("calls_actual")).alias("calls plan / run"),
+        pl.format("{} of {}", pl.col("calls_match"), pl.col("orders")).alias("calls match"),
+        pl.format("{} / {}", pl.col("prompt_tokens"), pl.col("prompt_tokens_actual")).alias("tokens plan / run"),
+        pl.format("{} of {}", pl.col("tokens_match"), pl.col("orders")).alias("tokens match"),
+        pl.struct("model_seconds", "seconds").map_elements(
+            lambda r: f"{fmt(r['model_seconds'], 1)} / {fmt(r['seconds'], 1)}", return_dtype=pl.String)
+        .alias("model s plan / run"),
+    )
+    exact = checked.filter(pl.col("calls_exact") & pl.col("tokens_exact"))
+    ok = exact.filter(pl.col("calls_match") & pl.col("tokens_match")).height
+    notes = (f"{ok} of {exact.height} job orders the plan counts exactly match the run in calls and tokens; "
+             f"{checked.height - exact.height} are estimates or bounds (calls match: actual ≤ planned for "
+             "generation; tokens match: counted only where exact). Model seconds exclude model loads; "
+             "the run's are the reranking wall time of the jobs' cost files.")
+    return Table(grouped, view, notes)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Stand-ins: a plan without the data (paper presets on a machine that has neither data nor models)
+
+# Words the stand-in passages and queries are made of (varied lengths, as in English text).
+_WORDS = ("the retrieval of relevant passages for a query is ranked by a model that reads each candidate "
+          "and its position in the list may change the answer it gives").split()
+
+
+def _text(words: float, offset: int = 0) -> str:
+    n = max(1, round(words))
+    return " ".join(_WORDS[(offset + i) % len(_WORDS)] for i in range(n))
+
+
+class StandIns:
+    """One stand-in query per dataset, with ``depth`` candidate passages of the dataset's mean length,
+    written under ``root`` as the data and first-stage stages would write them; ``__call__`` scales a
+    plan row to the dataset's real number of queries.
+
+    ``table`` (docs/plan/standins.yaml) gives the mean passage and query words per collection and the
+    query counts of files the user provides; ir_datasets ids take their query counts from
+    ir_datasets' metadata (offline). Every count the plan derives from stand-ins is an estimate: each
+    query is taken to have the full depth of candidates and a relevant passage in its top
+    ``position_k`` (so every position order applies).
+    """
+
+    def __init__(self, config: dict, table: dict, root: Path, depth: int = 100):
+        self.queries: dict[str, int] = {}
+        for name, spec in config["datasets"].items():
+            n, words = self._size(name, spec, table)
+            self.queries[name] = n
+            self._write(root, name, spec, config, words, depth)
+
+    @staticmethod
+    def _size(name: str, spec: dict, table: dict) -> tuple[int, dict]:
+        if spec["source"] == "irds":
+            import ir_datasets
+
+            n = ir_datasets.load(spec["id"]).queries_count()
+            n = min(n, spec["sample_queries"]) if spec.get("sample_queries") else n
+            collection = next((c for c in table["words"] if spec["id"].startswith(c)), None)
+        else:
+            paths = [f for f in pbconfig.dataset_files(spec)]
+            entry = next((table["files"][p] for p in paths if p in table["files"]), None)
+            if entry is None:
+                raise PosbiasError(f"docs/plan/standins.yaml: no query count for datasets.{name} ({', '.join(paths)}); "
+                                   "add it under `files`")
+            n, collection = entry["queries"], entry["words"]
+        if collection not in table["words"]:
+            raise PosbiasError(f"docs/plan/standins.yaml: no mean lengths for datasets.{name}; add its collection "
+                               "under `words`")
+        return n, table["words"][collection]
+
+    @staticmethod
+    def _write(root: Path, name: str, spec: dict, config: dict, words: dict, depth: int) -> None:
+        base = root / "results" / "data" / name
+        docs = [f"{name}-d{i}" for i in range(depth)]
+        texts = [_text(words["passage"], i) for i in range(depth)]
+        schemas.write(pl.DataFrame({"query_id": ["q0"], "text": [_text(words["query"])]}), base / "queries.parquet",
+                      "queries")
+        schemas.write(pl.DataFrame({"doc_id": docs, "title": [""] * depth, "text": texts}), base / "corpus.parquet",
+                      "corpus")
+        schemas.write(pl.DataFrame({"query_id": ["q0"], "doc_id": [docs[0]], "relevance": [3]}),
+                      base / "qrels.parquet", "qrels")
+        run = pl.DataFrame({"query_id": ["q0"] * depth, "doc_id": docs, "rank": list(range(1, depth + 1)),
+                            "score": [float(depth - i) for i in range(depth)]})
+        for retriever in pbconfig.dataset_retrievers(config, name):
+            schemas.write(run, root / "results" / "runs" / name / f"{retriever}.parquet", "run")
+        if spec["source"] == "listwise" or name in pbconfig.listwise_datasets(config):
+            schemas.write(pl.DataFrame({"query_id": ["q0"], "query": [_text(words["query"])], "doc_ids": [docs[:20]],
+                                        "texts": [texts[:20]], "teacher_ranking": [docs[:20]]}),
+                          base / "listwise.parquet", "listwise")
+
+    def __call__(self, dataset: str, cap: int | None = None) -> float:
+        return float(min(self.queries[dataset], cap or math.inf))
+
+
+def plan_config(path: str | Path, stand_ins: str | Path | None = None, root: Path = Path(".")) -> pl.DataFrame:
+    """The plan's job orders, with seconds, of the config file at ``path``: on the data under ``root``,
+    or, with ``stand_ins`` (docs/plan/standins.yaml), on stand-ins in a scratch folder (no data needed)."""
+    import tempfile
+
+    config = pbconfig.load(path, files=stand_ins is None)
+    if stand_ins is None:
+        return with_seconds(plan_orders(config, root), config, root)
+    with tempfile.TemporaryDirectory(prefix="posbias-plan-") as tmp:
+        scale = StandIns(config, yaml.safe_load(Path(stand_ins).read_text()), Path(tmp))
+        return with_seconds(plan_orders(config, Path(tmp), scale), config, root)
+
+
+README_START = "<!-- posbias.plan presets: start -->"
+README_END = "<!-- posbias.plan presets: end -->"
+
+
+def preset_summaries(configs: list[Path], stand_ins: Path) -> dict[str, tuple[pl.DataFrame, str]]:
+    """Each config's :func:`summary` on stand-in data, and its ``plan.device``, by file stem."""
+    out = {}
+    for path in configs:
+        config = pbconfig.load(path, files=False)
+        out[Path(path).stem] = summary(plan_config(path, stand_ins), config), config["plan"]["device"]
+    return out
+
+
+def readme_block(summaries: dict[str, tuple[pl.DataFrame, str]]) -> str:
+    """The README's table of the presets' plans (:func:`preset_summaries`): per preset and family, and in
+    total."""
+    lines = [README_START, "", "| preset | family | jobs | model loads | model calls | prompt tokens | device-hours |",
+             "|---|---|---|---|---|---|---|"]
+    for stem, (summary_, _) in summaries.items():
+        parts = [(f, summary_.filter(pl.col("family") == f)) for f in FAMILIES if f in set(summary_["family"])]
+        for family, part in [*parts, ("all", summary_)]:
+            lines.append(f"| {stem} | {family} | {part['jobs'].sum():,} | {part['model_loads'].sum():,} | "
+                         f"{part['calls'].sum():,} | {part['prompt_tokens'].sum():,} | "
+                         f"{part['device_hours'].sum():,.0f} |")
+    devices = sorted({device for _, device in summaries.values()})
+    lines += ["", f"Device-hours on {', '.join(devices)} (config/throughput.yaml). Written by "
+              "`python -m posbias.plan --readme README.md --stand-ins docs/plan/standins.yaml config/paper/*.yaml`; "
+              "a test checks it is current.", "", README_END]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m posbias.plan CONFIG... [--stand-ins docs/plan/standins.yaml] [--out DIR]``: each config's
+    plan as DIR/<config name>.md, .csv, .tex (and one summary line per config on stdout)."""
+    import argparse
+    import logging
+
+    from posbias.paper.writers import write
+
+    parser = argparse.ArgumentParser(prog="python -m posbias.plan", description=__doc__.splitlines()[0])
+    parser.add_argument("configs", nargs="+", type=Path)
+    parser.add_argument("--stand-ins", type=Path, help="plan on stand-in data (docs/plan/standins.yaml)")
+    parser.add_argument("--out", type=Path, default=Path("results/plan"))
+    parser.add_argument("--readme", type=Path, help="rewrite this README's preset plan table (needs --stand-ins)")
+    args = parser.parse_args(argv)
+    logging.disable(logging.INFO)
+    if args.readme:
+        if not args.stand_ins:
+            parser.error("--readme plans on stand-in data: add --stand-ins docs/plan/standins.yaml")
+        text = args.readme.read_text()
+        start, end = text.index(README_START), text.index(README_END) + len(README_END)
+        block = readme_block(preset_summaries(args.configs, args.stand_ins))
+        args.readme.write_text(text[:start] + block + text[end:])
+        return
+    for path in args.configs:
+        config = pbconfig.load(path, files=args.stand_ins is None)
+        orders_ = plan_config(path, args.stand_ins)
+        summary_ = summary(orders_, config)
+        device = config["plan"]["device"]
+        write(table(summary_, device), args.out / path.stem,
+              f"Compute plan of {path} on {device}" + (" (stand-in data)" if args.stand_ins else ""))
+        print(f"plan {path}: jobs={summary_['jobs'].sum()} model_loads={summary_['model_loads'].sum()} "
+              f"calls={summary_['calls'].sum()} prompt_tokens={summary_['prompt_tokens'].sum()} "
+              f"{device}_hours={summary_['device_hours'].sum():.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,157 @@
+"""The compute plan (posbias.plan): counting rerankers spend exactly what the models spend, the stand-in
+tokenizer and the throughput arithmetic have known answers, and the README's preset plans are current."""
+
+import re
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from transformers import AutoTokenizer
+
+from posbias import config, debiasing, plan, rerankers
+from posbias.models import build_tiny_causal_lm
+from posbias.prompts import IDENTIFIERS
+from posbias.rerank import Candidates, rerank
+from posbias.rerankers.lm import identifier_paths
+from posbias.scoring import GradesEncoder
+
+REPO = Path(__file__).resolve().parents[1]
+RERANKING = config.defaults("reranking")
+WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau".split()
+
+
+def _text(i: int, n: int) -> str:
+    return " ".join(np.random.default_rng(i).choice(WORDS, n))
+
+
+@pytest.fixture(scope="module", params=["bpe", "metaspace"])
+def tiny(request, tmp_path_factory) -> Path:
+    """A byte-level and a SentencePiece-style (Llama/Mistral-like, with BOS) tiny model."""
+    out = tmp_path_factory.mktemp("models") / request.param
+    build_tiny_causal_lm([_text(i, 60) for i in range(200)], out, vocab_size=600, hidden=16, layers=1, heads=2,
+                         max_length=4096, seed=0, tokenizer=request.param)
+    return out
+
+
+def _lists(n: int, size: int) -> list[Candidates]:
+    out = []
+    for q in range(n):
+        docs = [f"q{q}-d{j}" for j in range(size)]
+        out.append(Candidates(f"q{q}", f"query {WORDS[q]} {WORDS[q + 1]}", docs,
+                              {d: _text(97 * q + j, 5 + 7 * j % 50) for j, d in enumerate(docs)}))
+    return out
+
+
+def _spec(mode: str, **extra) -> dict:
+    return {**config.model_defaults("causal_lm"), "kind": "causal_lm", "mode": mode, **extra}
+
+
+def _costs(spec: dict, path: Path, debias: str, lists, loaded=None) -> pl.DataFrame:
+    base = rerankers.build(spec, str(path), {}, 0, "cpu", RERANKING["word_budget"], loaded=loaded)
+    reranker = debiasing.wrap(base, debias, 0, debiasing.options(RERANKING, debias))
+    _, _, cost = rerank(reranker, lists, base.window or 20, 10, spec["batch_size"])
+    return cost.select("query_id", "windows", "calls", "prompt_tokens")
+
+
+@pytest.mark.parametrize(("mode", "extra", "debias"), [
+    ("first", {}, "none"), ("first", {}, "capcal"), ("first", {}, "permsc-window@3"), ("first", {}, "bsc@2"),
+    ("first", {"identifiers": "numbers"}, "none"), ("grades", {}, "none"), ("grades", {"grade_window": 7}, "none"),
+])
+def test_a_counting_reranker_spends_what_the_model_spends(tiny, mode, extra, debias):
+    """One window per list (First: 20 passages; Grades: contiguous windows): calls and tokens equal."""
+    spec, lists = _spec(mode, **extra), _lists(5, 20)
+    tokenizer = AutoTokenizer.from_pretrained(tiny)
+    real = _costs(spec, tiny, debias, lists)
+    counted = _costs(spec, tiny, debias, lists, loaded=(tokenizer, None))
+    assert counted.equals(real), (counted, real)
+    assert real["prompt_tokens"].min() > 100
+
+
+def test_generation_is_planned_as_its_decoding_bound(tiny):
+    spec, lists = _spec("generation"), _lists(3, 20)
+    real = _costs(spec, tiny, "none", lists)
+    counted = _costs(spec, tiny, "none", lists, loaded=(AutoTokenizer.from_pretrained(tiny), None))
+    assert counted["prompt_tokens"].equals(real["prompt_tokens"])
+    assert (counted["calls"] == 5 * 20 + 4).all() and (real["calls"] <= counted["calls"]).all()
+
+
+def test_sliding_windows_are_counted_exactly_in_calls(tiny):
+    """Windows after the first hold what the model promoted: the plan counts their calls exactly and
+    their tokens on the input order (close, not equal)."""
+    spec, lists = _spec("first"), _lists(3, 45)
+    real = _costs(spec, tiny, "none", lists)
+    counted = _costs(spec, tiny, "none", lists, loaded=(AutoTokenizer.from_pretrained(tiny), None))
+    assert counted["calls"].equals(real["calls"]) and counted["windows"].to_list() == [4, 4, 4]
+    assert counted["prompt_tokens"].sum() == pytest.approx(real["prompt_tokens"].sum(), rel=0.2)
+
+
+def test_capcal_pays_for_its_prior_in_every_order(tiny):
+    """The content-free prior is cached within an order and paid again after reset_stats, so an order's
+    cost does not depend on which orders share its job."""
+    base = rerankers.build(_spec("first"), str(tiny), {}, 0, "cpu", 300)
+    reranker = debiasing.wrap(base, "capcal", 0, debiasing.options(RERANKING, "capcal"))
+    lists = _lists(2, 20)
+    first = rerank(reranker, lists, 20, 10, 8)[2].drop("seconds")
+    base.reset_stats()
+    again = rerank(reranker, lists, 20, 10, 8)[2].drop("seconds")
+    assert first.equals(again) and first["calls"].to_list() == [2, 2]  # the window and the prior
+
+
+def test_rule_of_thumb_tokenizer_known_answers():
+    tok = plan.RuleOfThumbTokenizer()
+    # BOS, "the" (1), "retrieval" (9 characters: 2), "." (1), "Passage" (7: 2)
+    assert len(tok("the retrieval. Passage")["input_ids"]) == 7
+    assert len(tok("the retrieval", add_special_tokens=False)["input_ids"]) == 3
+    # it serves the prompt code: single-token letters, prefix-free numbers, single-token grades
+    assert all(len(p) == 1 for p in identifier_paths(tok, "letters", len(IDENTIFIERS)))
+    assert len(set(identifier_paths(tok, "numbers", 20))) == 20
+    ids, reads, _ = GradesEncoder(tok, 300, 4096).encode("a query", ["one passage", "another one"])
+    assert len(reads) == 2 and max(reads) < len(ids)
+
+
+def test_throughput_rows_scale_with_size_and_hours_add_up(tmp_path):
+    rows = [plan.Throughput(1.0, 1000.0, 0.01, 0.0, 5.0, "a"), plan.Throughput(8.0, 200.0, 0.02, 0.0, 20.0, "b")]
+    assert plan.throughput_for(rows, 1.0) == rows[0]
+    half = plan.throughput_for(rows, 2.0)  # nearer to 1B on a log scale: 1000 tokens/s × 1 / 2
+    assert half.prefill_tokens_per_s == pytest.approx(500.0) and half.load_s == 5.0 and "scaled" in half.source
+    table = tmp_path / "throughput.yaml"
+    table.write_text("train_factor: 4\nsimulated: {call_s: 0.001, source: s}\ndevices:\n  dev:\n    rows:\n"
+                     "      - {params_b: 2.0, prefill_tokens_per_s: 1000, call_s: 0.5, decode_s: 0, load_s: 10, source: m}\n")
+    cfg = {"plan": {"device": "dev", "throughput": str(table)},
+           "models": {"lm": {"kind": "causal_lm", "mode": "first", "params_b": 2.0}, "sim": {"kind": "simulated"}},
+           "training": {"lm": {"gpus": 4}}}
+    orders = pl.DataFrame(
+        [{"family": "rerank", "model": "lm", "job": "a", "windows": 10, "calls": 10, "prompt_tokens": 5000,
+          "calls_exact": True, "tokens_exact": True},
+         {"family": "rerank", "model": "lm", "job": "b", "windows": 10, "calls": 10, "prompt_tokens": 5000,
+          "calls_exact": True, "tokens_exact": False},
+         {"family": "rerank", "model": "sim", "job": "a", "windows": 1000, "calls": 1000, "prompt_tokens": 0,
+          "calls_exact": True, "tokens_exact": True},
+         {"family": "train", "model": "lm", "job": "lm", "windows": 100, "calls": 100, "prompt_tokens": 9000,
+          "calls_exact": False, "tokens_exact": False}])
+    timed = plan.with_seconds(orders, cfg, Path("."))
+    assert timed["model_seconds"].to_list() == pytest.approx([10 * 0.5 + 5.0, 10 * 0.5 + 5.0, 1.0, 36.0])
+    summary = {(r["family"], r["model"]): r for r in plan.summary(timed, cfg).to_dicts()}
+    assert summary[("rerank", "lm")]["jobs"] == 2 and not summary[("rerank", "lm")]["tokens_exact"]
+    assert summary[("rerank", "lm")]["device_hours"] == pytest.approx((2 * 10 + 20) / 3600)
+    assert summary[("rerank", "sim")]["device_hours"] == pytest.approx(1.0 / 3600)
+    assert summary[("train", "lm")]["device_hours"] == pytest.approx((4 * 10 + 36) / 3600)  # 4 GPUs load it
+    with pytest.raises(Exception, match="plan.device 'gpu'"):
+        plan.read_throughput(table, "gpu")
+
+
+def test_a_model_without_a_size_is_one_clear_line():
+    cfg = {"models": {"big": {"kind": "causal_lm", "path": "org/not-on-this-machine"}}}
+    with pytest.raises(Exception, match=r"models.big.params_b is needed"):
+        plan.model_params_b(cfg, "big", Path("."))
+
+
+def test_the_readme_shows_the_current_presets_plans(preset_plans):
+    """The README's preset table is what `python -m posbias.plan --readme` writes for today's presets."""
+    block = plan.readme_block(preset_plans)
+    readme = (REPO / "README.md").read_text()
+    start, end = readme.index(plan.README_START), readme.index(plan.README_END)
+    assert readme[start:end + len(plan.README_END)] == block, "run: python -m posbias.plan --readme README.md ..."
+    totals = {m.group(1): int(m.group(2).replace(",", "")) for m in re.finditer(r"\| (\w+) \| all \| ([\d,]+) \|", block)}
+    assert set(totals) == {"capcal", "debiasfirst", "ocsft"} and all(v > 0 for v in totals.values())

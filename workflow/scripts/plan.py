@@ -1,0 +1,18 @@
+"""The compute plan of the config: per job order (results/plan/orders.parquet) and per family and model
+(results/plan/cost.md, .csv, .tex)."""
+
+from pathlib import Path
+
+from posbias import plan
+from posbias.jobs import logged
+from posbias.paper.writers import write
+
+sm = snakemake  # noqa: F821
+config = sm.params.settings  # only what the plan reads of the config (plan.settings)
+with logged(sm, "plan") as log:
+    orders = plan.with_seconds(plan.plan_orders(config), config)
+    orders.write_parquet(sm.output.orders)
+    summary = plan.summary(orders, config)
+    write(plan.table(summary, config["plan"]["device"]), Path(sm.output.table).with_suffix(""),
+          f"Compute plan on {config['plan']['device']}")
+    log.info("\n%s", Path(sm.output.table).read_text())
