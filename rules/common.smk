@@ -3,7 +3,6 @@ import sys
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
-from snakemake.utils import validate
 
 from posbias import config as pbconfig
 from posbias import debiasing, methods, orders, paper
@@ -17,10 +16,7 @@ try:
 except ValueError as exc:
     raise WorkflowError(str(exc)) from None
 try:
-    validate(config, "../config/schema.yaml")
-except WorkflowError:
-    raise WorkflowError(pbconfig.explain_config(config, pbconfig.schema())) from None
-try:
+    pbconfig.validate(config)  # config/schema.yaml, its defaults filled
     for skipped in pbconfig.prepare(config):
         print(f"posbias: dataset {skipped!r} is optional and its files are missing; skipped", file=sys.stderr)
 except ValueError as exc:

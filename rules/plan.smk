@@ -51,7 +51,7 @@ rule plan_check:
     benchmark:
         "benchmarks/plan/check.tsv"
     conda:
-        "../envs/eval.yaml"
+        "../envs/models.yaml"  # posbias.plan reaches the model code
     resources:
         mem_mb=2000,
         runtime=10,

@@ -58,8 +58,7 @@ def workdir(tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def preset_plans():
-    """The compute plan of every paper preset on stand-in data (posbias.plan.preset_summaries)."""
-    from posbias import plan
+    """The compute plan of every paper preset on stand-in data (posbias.dry_plan.preset_summaries)."""
+    from posbias import dry_plan
 
-    return plan.preset_summaries(sorted((REPO / "config" / "paper").glob("*.yaml")),
-                                 REPO / "docs" / "plan" / "standins.yaml")
+    return dry_plan.preset_summaries(sorted((REPO / "config" / "paper").glob("*.yaml")))

@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 from transformers import AutoTokenizer
 
-from posbias import config, debiasing, plan, rerankers
+from posbias import config, debiasing, dry_plan, plan, rerankers
 from posbias.models import build_tiny_causal_lm
 from posbias.prompts import IDENTIFIERS
 from posbias.rerank import Candidates, rerank
@@ -148,10 +148,11 @@ def test_a_model_without_a_size_is_one_clear_line():
 
 
 def test_the_readme_shows_the_current_presets_plans(preset_plans):
-    """The README's preset table is what `python -m posbias.plan --readme` writes for today's presets."""
-    block = plan.readme_block(preset_plans)
+    """The README's preset table is what `python -m posbias.dry_plan --readme` writes for today's presets."""
+    block = dry_plan.readme_block(preset_plans)
     readme = (REPO / "README.md").read_text()
-    start, end = readme.index(plan.README_START), readme.index(plan.README_END)
-    assert readme[start:end + len(plan.README_END)] == block, "run: python -m posbias.plan --readme README.md ..."
+    start, end = readme.index(dry_plan.README_START), readme.index(dry_plan.README_END)
+    assert readme[start:end + len(dry_plan.README_END)] == block, \
+        "run: python -m posbias.dry_plan --readme README.md config/paper/*.yaml"
     totals = {m.group(1): int(m.group(2).replace(",", "")) for m in re.finditer(r"\| (\w+) \| all \| ([\d,]+) \|", block)}
     assert set(totals) == {"capcal", "debiasfirst", "ocsft"} and all(v > 0 for v in totals.values())

@@ -622,15 +622,36 @@ def prepare(config: dict, files: bool = True) -> list[str]:
     return dropped
 
 
+def validate(config: dict) -> None:
+    """Check ``config`` against the schema and fill every default it states, in place (also inside
+    ``if``/``then`` branches: the defaults of a ``models`` entry depend on its kind); ValueError with
+    :func:`explain_config`'s one line otherwise. The jsonschema recipe for defaults (its FAQ), as
+    Snakemake's ``validate`` applies it, without needing a workflow."""
+    import jsonschema
+
+    base = jsonschema.Draft202012Validator
+    check_properties = base.VALIDATORS["properties"]
+
+    def with_defaults(validator, properties, instance, node):
+        if isinstance(instance, dict):
+            for key, sub in properties.items():
+                if "default" in sub and key not in instance:
+                    instance[key] = copy.deepcopy(sub["default"])
+        yield from check_properties(validator, properties, instance, node)
+
+    filling = jsonschema.validators.extend(base, {"properties": with_defaults})
+    if not filling(schema()).is_valid(config):
+        raise ValueError(explain_config(config, schema()))
+
+
 def load(path: str | Path, files: bool = True) -> dict:
     """A config file as the workflow sees it (outside Snakemake: the compute plan's tools, tests):
     validated against the schema with its defaults filled, then :func:`prepare`-d."""
     import yaml
-    from snakemake.utils import validate
 
     check_duplicate_keys([path])
     config = yaml.safe_load(Path(path).read_text())
-    validate(config, str(SCHEMA))
+    validate(config)
     prepare(config, files)
     return config
 

@@ -21,7 +21,8 @@ scores. So the counts are exact wherever they do not depend on what the model an
   :class:`RuleOfThumbTokenizer` (``tokens_exact`` false);
 - training: steps from the schedule, tokens from a sample of its instances (estimated).
 
-After a run, :func:`compare` puts the plan beside the ``*.cost.parquet`` the jobs wrote.
+After a run, :func:`compare` puts the plan beside the ``*.cost.parquet`` the jobs wrote. Without the
+data (a dry environment), :mod:`posbias.dry_plan` plans on stand-ins.
 """
 
 from __future__ import annotations
@@ -301,7 +302,7 @@ def _first_windows(exp: Experiment, depth: int, window: int, max_queries: int | 
 def plan_orders(config: dict, root: Path = Path("."), scale=_unit) -> pl.DataFrame:
     """Every planned job order of the config (schema ``ORDER_SCHEMA``), from the data and first-stage
     runs under ``root``; ``scale(dataset, cap)`` is the number of real queries each list stands for
-    (1, except for :func:`stand_ins`)."""
+    (1, except for :class:`posbias.dry_plan.StandIns`)."""
     rows = [row for part in (plan_rerank, plan_propensity, plan_silver, plan_train) for row in part(config, root, scale)]
     return pl.DataFrame(rows, schema=ORDER_SCHEMA)
 
@@ -526,162 +527,3 @@ def check_table(checked: pl.DataFrame):
              "generation; tokens match: counted only where exact). Model seconds exclude model loads; "
              "the run's are the reranking wall time of the jobs' cost files.")
     return Table(grouped, view, notes)
-
-
-# ---------------------------------------------------------------------------------------------------
-# Stand-ins: a plan without the data (paper presets on a machine that has neither data nor models)
-
-# Words the stand-in passages and queries are made of (varied lengths, as in English text).
-_WORDS = ("the retrieval of relevant passages for a query is ranked by a model that reads each candidate "
-          "and its position in the list may change the answer it gives").split()
-
-
-def _text(words: float, offset: int = 0) -> str:
-    n = max(1, round(words))
-    return " ".join(_WORDS[(offset + i) % len(_WORDS)] for i in range(n))
-
-
-class StandIns:
-    """One stand-in query per dataset, with ``depth`` candidate passages of the dataset's mean length,
-    written under ``root`` as the data and first-stage stages would write them; ``__call__`` scales a
-    plan row to the dataset's real number of queries.
-
-    ``table`` (docs/plan/standins.yaml) gives the mean passage and query words per collection and the
-    query counts of files the user provides; ir_datasets ids take their query counts from
-    ir_datasets' metadata (offline). Every count the plan derives from stand-ins is an estimate: each
-    query is taken to have the full depth of candidates and a relevant passage in its top
-    ``position_k`` (so every position order applies).
-    """
-
-    def __init__(self, config: dict, table: dict, root: Path, depth: int = 100):
-        self.queries: dict[str, int] = {}
-        for name, spec in config["datasets"].items():
-            n, words = self._size(name, spec, table)
-            self.queries[name] = n
-            self._write(root, name, spec, config, words, depth)
-
-    @staticmethod
-    def _size(name: str, spec: dict, table: dict) -> tuple[int, dict]:
-        if spec["source"] == "irds":
-            import ir_datasets
-
-            n = ir_datasets.load(spec["id"]).queries_count()
-            n = min(n, spec["sample_queries"]) if spec.get("sample_queries") else n
-            collection = next((c for c in table["words"] if spec["id"].startswith(c)), None)
-        else:
-            paths = [f for f in pbconfig.dataset_files(spec)]
-            entry = next((table["files"][p] for p in paths if p in table["files"]), None)
-            if entry is None:
-                raise PosbiasError(f"docs/plan/standins.yaml: no query count for datasets.{name} ({', '.join(paths)}); "
-                                   "add it under `files`")
-            n, collection = entry["queries"], entry["words"]
-        if collection not in table["words"]:
-            raise PosbiasError(f"docs/plan/standins.yaml: no mean lengths for datasets.{name}; add its collection "
-                               "under `words`")
-        return n, table["words"][collection]
-
-    @staticmethod
-    def _write(root: Path, name: str, spec: dict, config: dict, words: dict, depth: int) -> None:
-        base = root / "results" / "data" / name
-        docs = [f"{name}-d{i}" for i in range(depth)]
-        texts = [_text(words["passage"], i) for i in range(depth)]
-        schemas.write(pl.DataFrame({"query_id": ["q0"], "text": [_text(words["query"])]}), base / "queries.parquet",
-                      "queries")
-        schemas.write(pl.DataFrame({"doc_id": docs, "title": [""] * depth, "text": texts}), base / "corpus.parquet",
-                      "corpus")
-        schemas.write(pl.DataFrame({"query_id": ["q0"], "doc_id": [docs[0]], "relevance": [3]}),
-                      base / "qrels.parquet", "qrels")
-        run = pl.DataFrame({"query_id": ["q0"] * depth, "doc_id": docs, "rank": list(range(1, depth + 1)),
-                            "score": [float(depth - i) for i in range(depth)]})
-        for retriever in pbconfig.dataset_retrievers(config, name):
-            schemas.write(run, root / "results" / "runs" / name / f"{retriever}.parquet", "run")
-        if spec["source"] == "listwise" or name in pbconfig.listwise_datasets(config):
-            schemas.write(pl.DataFrame({"query_id": ["q0"], "query": [_text(words["query"])], "doc_ids": [docs[:20]],
-                                        "texts": [texts[:20]], "teacher_ranking": [docs[:20]]}),
-                          base / "listwise.parquet", "listwise")
-
-    def __call__(self, dataset: str, cap: int | None = None) -> float:
-        return float(min(self.queries[dataset], cap or math.inf))
-
-
-def plan_config(path: str | Path, stand_ins: str | Path | None = None, root: Path = Path(".")) -> pl.DataFrame:
-    """The plan's job orders, with seconds, of the config file at ``path``: on the data under ``root``,
-    or, with ``stand_ins`` (docs/plan/standins.yaml), on stand-ins in a scratch folder (no data needed)."""
-    import tempfile
-
-    config = pbconfig.load(path, files=stand_ins is None)
-    if stand_ins is None:
-        return with_seconds(plan_orders(config, root), config, root)
-    with tempfile.TemporaryDirectory(prefix="posbias-plan-") as tmp:
-        scale = StandIns(config, yaml.safe_load(Path(stand_ins).read_text()), Path(tmp))
-        return with_seconds(plan_orders(config, Path(tmp), scale), config, root)
-
-
-README_START = "<!-- posbias.plan presets: start -->"
-README_END = "<!-- posbias.plan presets: end -->"
-
-
-def preset_summaries(configs: list[Path], stand_ins: Path) -> dict[str, tuple[pl.DataFrame, str]]:
-    """Each config's :func:`summary` on stand-in data, and its ``plan.device``, by file stem."""
-    out = {}
-    for path in configs:
-        config = pbconfig.load(path, files=False)
-        out[Path(path).stem] = summary(plan_config(path, stand_ins), config), config["plan"]["device"]
-    return out
-
-
-def readme_block(summaries: dict[str, tuple[pl.DataFrame, str]]) -> str:
-    """The README's table of the presets' plans (:func:`preset_summaries`): per preset and family, and in
-    total."""
-    lines = [README_START, "", "| preset | family | jobs | model loads | model calls | prompt tokens | device-hours |",
-             "|---|---|---|---|---|---|---|"]
-    for stem, (summary_, _) in summaries.items():
-        parts = [(f, summary_.filter(pl.col("family") == f)) for f in FAMILIES if f in set(summary_["family"])]
-        for family, part in [*parts, ("all", summary_)]:
-            lines.append(f"| {stem} | {family} | {part['jobs'].sum():,} | {part['model_loads'].sum():,} | "
-                         f"{part['calls'].sum():,} | {part['prompt_tokens'].sum():,} | "
-                         f"{part['device_hours'].sum():,.0f} |")
-    devices = sorted({device for _, device in summaries.values()})
-    lines += ["", f"Device-hours on {', '.join(devices)} (config/throughput.yaml). Written by "
-              "`python -m posbias.plan --readme README.md --stand-ins docs/plan/standins.yaml config/paper/*.yaml`; "
-              "a test checks it is current.", "", README_END]
-    return "\n".join(lines)
-
-
-def main(argv: list[str] | None = None) -> None:
-    """``python -m posbias.plan CONFIG... [--stand-ins docs/plan/standins.yaml] [--out DIR]``: each config's
-    plan as DIR/<config name>.md, .csv, .tex (and one summary line per config on stdout)."""
-    import argparse
-    import logging
-
-    from posbias.paper.writers import write
-
-    parser = argparse.ArgumentParser(prog="python -m posbias.plan", description=__doc__.splitlines()[0])
-    parser.add_argument("configs", nargs="+", type=Path)
-    parser.add_argument("--stand-ins", type=Path, help="plan on stand-in data (docs/plan/standins.yaml)")
-    parser.add_argument("--out", type=Path, default=Path("results/plan"))
-    parser.add_argument("--readme", type=Path, help="rewrite this README's preset plan table (needs --stand-ins)")
-    args = parser.parse_args(argv)
-    logging.disable(logging.INFO)
-    if args.readme:
-        if not args.stand_ins:
-            parser.error("--readme plans on stand-in data: add --stand-ins docs/plan/standins.yaml")
-        text = args.readme.read_text()
-        start, end = text.index(README_START), text.index(README_END) + len(README_END)
-        block = readme_block(preset_summaries(args.configs, args.stand_ins))
-        args.readme.write_text(text[:start] + block + text[end:])
-        return
-    for path in args.configs:
-        config = pbconfig.load(path, files=args.stand_ins is None)
-        orders_ = plan_config(path, args.stand_ins)
-        summary_ = summary(orders_, config)
-        device = config["plan"]["device"]
-        write(table(summary_, device), args.out / path.stem,
-              f"Compute plan of {path} on {device}" + (" (stand-in data)" if args.stand_ins else ""))
-        print(f"plan {path}: jobs={summary_['jobs'].sum()} model_loads={summary_['model_loads'].sum()} "
-              f"calls={summary_['calls'].sum()} prompt_tokens={summary_['prompt_tokens'].sum()} "
-              f"{device}_hours={summary_['device_hours'].sum():.1f}")
-
-
-if __name__ == "__main__":
-    main()
