@@ -8,7 +8,7 @@
 rule plan:
     input:
         files=pbplan.inputs(config),
-        throughput=config["plan"]["throughput"],
+        throughput=pbplan.throughput_path(config),
     output:
         orders="results/plan/orders.parquet",
         table=report(

@@ -129,7 +129,7 @@ def test_the_slurm_profile_runs_the_workflow_and_training_survives_preemption(cl
     assert (jobs["State"] == "COMPLETED").all()
     rules = jobs["Comment"].str.extract(r"^rule_([a-z_]+?)(?:_wildcards_.*)?$").to_list()
     planned = {"prepare_dataset": 2, "listwise_set": 1, "build_tiny_model": 1, "index": 2, "retrieve": 2,
-               "evaluate_run": 2, "augment": 3, "train": 1, "rerank": 1, "rerank_summary": 1}
+               "evaluate_run": 2, "augment": 3, "train": 1, "rerank": 1, "rerank_summary": 1, "plan": 1}
     assert {r: rules.count(r) for r in set(rules)} == planned  # every job its own sbatch job; tables local
     assert "localrule paper_table:" in out.stdout + out.stderr
     profile = yaml.safe_load((REPO / "profiles" / "default" / "config.v8+.yaml").read_text())

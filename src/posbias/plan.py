@@ -2,7 +2,7 @@
 
 Per rule family (``rerank``, ``propensity_rerank``, ``silver_labels``, ``train``) and model: jobs, model
 loads, windows, model calls, prompt tokens, and the device-hours they take on one device of the
-throughput table (``config/throughput.yaml``, :func:`estimate`).
+throughput table (``config/throughput.yaml``, :func:`with_seconds` and :func:`summary`).
 
 Calls and prompt tokens are counted, not modelled: the plan runs the reranking code itself
 (:func:`posbias.rerank.rerank_order`, :func:`posbias.silver.silver_labels`, the propensity lists) with
@@ -41,7 +41,7 @@ from posbias import debiasing, methods, orders, propensity, rerankers, schemas, 
 from posbias.data.collection import grades_by_query, passage_texts
 from posbias.errors import PosbiasError
 from posbias.models import resolve
-from posbias.rerank import Candidates, Experiment, rerank, rerank_order
+from posbias.rerank import Experiment, present_candidates, rerank, rerank_order
 from posbias.rerankers import Window
 
 FAMILIES = ("rerank", "propensity_rerank", "silver_labels", "train")
@@ -49,6 +49,7 @@ ORDER_SCHEMA = {"family": pl.String, "model": pl.String, "dataset": pl.String, "
                 "debias": pl.String, "order": pl.String, "job": pl.String, "queries": pl.Int64,
                 "windows": pl.Int64, "calls": pl.Int64, "prompt_tokens": pl.Int64, "calls_exact": pl.Boolean,
                 "tokens_exact": pl.Boolean}
+WORKFLOW = Path(__file__).resolve().parents[2]  # the checkout: config/throughput.yaml ships there
 TRAIN_SAMPLE = 64  # training instances whose prompts are tokenised to estimate a training job's tokens
 
 
@@ -236,7 +237,7 @@ def plan_propensity(config: dict, root: Path, scale=_unit) -> list[dict]:
 
 def plan_silver(config: dict, root: Path, scale=_unit) -> list[dict]:
     """The silver_labels jobs with a model teacher: view 0 and T shuffles of each training query."""
-    out, seen = [], set()
+    out, seen, data = [], set(), _Data(root)
     oc = config["ocsft"]
     for run in config.get("training", {}).values():
         if not methods.get(run["method"]).pointwise:
@@ -245,7 +246,7 @@ def plan_silver(config: dict, root: Path, scale=_unit) -> list[dict]:
         if teacher == silver.QRELS_TEACHER or (run["data"], teacher, shuffles) in seen:
             continue
         seen.add((run["data"], teacher, shuffles))
-        exp = _Data(root).experiment(run["data"], oc["retriever"])
+        exp = data.experiment(run["data"], oc["retriever"])
         reranker, exact = counting_reranker(config, teacher, exp.grades, config["reranking"]["word_budget"], root)
         _, cost = silver.silver_labels(reranker, exp.first_stage, exp.queries, exp.corpus, exp.grades, config["seed"],
                                        oc["depth"], oc["window"], shuffles, oc.get("queries"),
@@ -260,14 +261,14 @@ def plan_train(config: dict, root: Path, scale=_unit) -> list[dict]:
     """Each train job: optimiser steps × lists per step, and its prompt tokens from a sample of its
     instances (listwise: the training set's lists as First prompts; pointwise: the first window of
     training queries as Grades prompts). Estimates: ``calls`` counts training lists, not forward passes."""
-    out = []
+    out, data = [], _Data(root)
     for name, run in config.get("training", {}).items():
         hyper = run["hyper"]
         per_step = hyper["batch_size"] * hyper["grad_accum"] * max(run.get("gpus", 0), 1)
         if methods.get(run["method"]).pointwise:
-            exp = _Data(root).experiment(run["data"], config["ocsft"]["retriever"])
-            lists = _first_windows(exp, config["ocsft"]["depth"], config["ocsft"]["window"],
-                                   config["ocsft"].get("queries"))
+            exp = data.experiment(run["data"], config["ocsft"]["retriever"])
+            lists = present_candidates(exp.first_stage, exp.queries, exp.corpus, exp.grades, orders.parse("original"),
+                                       0, config["ocsft"]["depth"], None, None, config["ocsft"].get("queries")).lists
             n_instances = scale(run["data"], config["ocsft"].get("queries")) * sum(
                 math.ceil(min(len(c.doc_ids), config["ocsft"]["depth"]) / config["ocsft"]["window"]) for c in lists)
             sample = [Window(c.query_id, c.query, c.doc_ids[:config["ocsft"]["window"]],
@@ -289,14 +290,6 @@ def plan_train(config: dict, root: Path, scale=_unit) -> list[dict]:
                     "prompt_tokens": round(lists * sum(tokens) / len(tokens)), "calls_exact": False,
                     "tokens_exact": False})
     return out
-
-
-def _first_windows(exp: Experiment, depth: int, window: int, max_queries: int | None) -> list[Candidates]:
-    from posbias.rerank import present_candidates
-
-    shown = present_candidates(exp.first_stage, exp.queries, exp.corpus, exp.grades, orders.parse("original"), 0,
-                               depth, None, None, max_queries)
-    return shown.lists
 
 
 def plan_orders(config: dict, root: Path = Path("."), scale=_unit) -> pl.DataFrame:
@@ -339,7 +332,8 @@ def throughput_for(rows: list[Throughput], params_b: float) -> Throughput:
     the row's."""
     row = min(rows, key=lambda r: abs(math.log(r.params_b / params_b)))
     return Throughput(params_b, row.prefill_tokens_per_s * row.params_b / params_b, row.call_s, row.decode_s,
-                      row.load_s, row.source if row.params_b == params_b else f"{row.source}, scaled from {row.params_b:g}B")
+                      row.load_s, row.source if math.isclose(row.params_b, params_b, rel_tol=0.01)
+                      else f"{row.source}, scaled from {row.params_b:g}B")
 
 
 def model_params_b(config: dict, model: str, root: Path) -> float | None:
@@ -362,12 +356,21 @@ def model_params_b(config: dict, model: str, root: Path) -> float | None:
                        f"({path} has no config.json here); set it to the model's size in billions")
 
 
-def with_seconds(orders_: pl.DataFrame, config: dict, root: Path = Path(".")) -> pl.DataFrame:
+def throughput_path(config: dict) -> Path:
+    """``plan.throughput``: relative to the working directory where it exists there (your copy), else to
+    the workflow (the table that ships with it)."""
+    path = Path(config["plan"]["throughput"])
+    return path if path.is_absolute() or path.exists() else WORKFLOW / path
+
+
+def with_seconds(orders_: pl.DataFrame, config: dict, root: Path = Path("."),
+                 throughput: Path | None = None) -> pl.DataFrame:
     """``orders_`` with each row's throughput row and estimated model seconds: ``calls · call_s + tokens /
     tokens_per_s`` (generation: ``decode_s`` per call, a decoding step; training: ``tokens · train_factor /
-    tokens_per_s``), on ``plan.device``."""
+    tokens_per_s``), on ``plan.device`` of the table at ``throughput`` (default :func:`throughput_path`);
+    ``root`` holds the tiny model builds whose size is counted."""
     plan = config["plan"]
-    rows, other = read_throughput(root / plan["throughput"], plan["device"])
+    rows, other = read_throughput(throughput or throughput_path(config), plan["device"])
     chosen = {}
     for model in orders_["model"].unique(maintain_order=True):
         params = model_params_b(config, model, root)

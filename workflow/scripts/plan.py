@@ -10,7 +10,7 @@ from posbias.paper.writers import write
 sm = snakemake  # noqa: F821
 config = sm.params.settings  # only what the plan reads of the config (plan.settings)
 with logged(sm, "plan") as log:
-    orders = plan.with_seconds(plan.plan_orders(config), config)
+    orders = plan.with_seconds(plan.plan_orders(config), config, throughput=sm.input.throughput)
     orders.write_parquet(sm.output.orders)
     summary = plan.summary(orders, config)
     write(plan.table(summary, config["plan"]["device"]), Path(sm.output.table).with_suffix(""),

@@ -46,7 +46,7 @@ def load(spec: LMSpec, with_model: bool = True):
     ``with_model=False`` loads the tokenizer alone and returns ``(tokenizer, None)``: a reranker built
     so counts its model calls and prompt tokens without running the model (the compute plan,
     :mod:`posbias.plan`). Where the tokenizer cannot be loaded either (an HF id not in the local
-    cache), the plan uses :class:`posbias.plan.RuleOfThumbTokenizer` instead (``tokenizer_or_estimate``).
+    cache), the plan uses :class:`posbias.plan.RuleOfThumbTokenizer` instead (``plan.counting_reranker``).
     """
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
