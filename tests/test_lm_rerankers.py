@@ -229,6 +229,10 @@ def test_qwen3_style_template_gets_enable_thinking_false(tiny):
                          "enable_thinking is false %}<think></think>{% endif %}{% endif %}")
     text = prompts.render(tok, "q", ["p"], 300, answer_prefix="[").text
     assert text.endswith("<|assistant|><think></think>[") and text.startswith("<|system|>" + prompts.SYSTEM)
+    # the Grades scorer: its own 4-level grading system turn, and no thinking block either
+    grades = prompts.render(tok, "q", ["p"], 300, message=prompts.grades_message).text
+    assert grades.startswith("<|system|>" + prompts.GRADES_SYSTEM) and grades.endswith("<|assistant|><think></think>")
+    assert prompts.SYSTEM not in grades and "0 (irrelevant), 1 (related)" in prompts.GRADES_SYSTEM
     tok.chat_template = "{% for m in messages %}{{ m['content'] }}{% endfor %}"
     assert prompts.render(tok, "q", ["p"], 300).text.endswith("do not say any word or explain.")
 

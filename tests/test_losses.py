@@ -103,6 +103,25 @@ def test_ocsft_loss_by_hand():
         ocsft_loss(views, torch.zeros(3), 1.0)
 
 
+def test_ocsft_pairwise_penalty_by_hand():
+    """The reference code's penalty: λ · mean_d (s_A − s_B)² for two views (twice the variance form),
+    the mean over view pairs for more."""
+    from posbias.losses import ocsft_loss, ocsft_terms
+
+    views = torch.tensor([[0.2, 0.8], [0.4, 0.6]])
+    target = torch.tensor([0.0, 1.0])
+    pairwise = ((0.2 - 0.4) ** 2 + (0.8 - 0.6) ** 2) / 2  # 0.04
+    assert float(ocsft_terms(views, target, form="pairwise")[1]) == pytest.approx(pairwise)
+    assert float(ocsft_loss(views, target, 5.0, form="pairwise")) == pytest.approx(0.04 + 5 * pairwise)
+    assert float(ocsft_terms(views, target, form="pairwise")[1]) == pytest.approx(
+        2 * float(ocsft_terms(views, target)[1]))
+    three = torch.tensor([[0.0, 0.0], [1.0, 1.0], [0.0, 1.0]])
+    pairs = [float(((three[i] - three[j]) ** 2).mean()) for i, j in ((0, 1), (0, 2), (1, 2))]  # 1, 0.5, 0.5
+    assert float(ocsft_terms(three, target, form="pairwise")[1]) == pytest.approx(sum(pairs) / 3)
+    with pytest.raises(ValueError, match="consistency form 'l1'"):
+        ocsft_terms(views, target, form="l1")
+
+
 def test_ocsft_gradient_reaches_every_view():
     from posbias.losses import ocsft_loss
 

@@ -291,17 +291,24 @@ def test_ocsft_with_lambda_zero_is_single_order(setup, pointwise, tmp_path):
 
 
 def test_view_orders_per_method():
+    """OC-SFT's views are seeded permutations (query, window), the anchor the first of them, the same in
+    every epoch unless resampled; single order trains on that anchor; perm_aug draws anew each epoch."""
     from posbias.methods import METHODS
     from posbias.training.pointwise import view_orders
 
-    identity = list(range(6))
-    views = view_orders(METHODS["ocsft"], 6, 3, 0, "q", 0, 0)
-    assert views[0] == identity and len(views) == 3 and all(sorted(v) == identity for v in views)
-    assert views != view_orders(METHODS["ocsft"], 6, 3, 0, "q", 0, 1)  # a new epoch, new views
-    assert views == view_orders(METHODS["ocsft"], 6, 3, 0, "q", 0, 0)  # seeded
-    assert view_orders(METHODS["single_order"], 6, 3, 0, "q", 0, 0) == [identity]
+    identity = list(range(20))
+    views = view_orders(METHODS["ocsft"], 20, 3, 0, "q", 0, 0)
+    assert len(views) == 3 and all(sorted(v) == identity for v in views) and len({tuple(v) for v in views}) == 3
+    assert views[0] != identity  # the anchor is a permutation, not the first-stage order
+    assert views == view_orders(METHODS["ocsft"], 20, 3, 0, "q", 0, 1)  # the same views in every epoch
+    assert views != view_orders(METHODS["ocsft"], 20, 3, 0, "q", 1, 0)  # another window, other views
+    assert views != view_orders(METHODS["ocsft"], 20, 3, 0, "q2", 0, 0)  # another query, other views
+    resampled = view_orders(METHODS["ocsft"], 20, 3, 0, "q", 0, 1, resample=True)
+    assert resampled != views and resampled == view_orders(METHODS["ocsft"], 20, 3, 0, "q", 0, 1, resample=True)
+    assert view_orders(METHODS["single_order"], 20, 3, 0, "q", 0, 0) == views[:1]  # OC-SFT's anchor
+    assert view_orders(METHODS["debiasfirst_pointwise"], 20, 3, 0, "q", 0, 0) == views[:1]
     perm = view_orders(METHODS["perm_aug"], 20, 2, 0, "q", 0, 0)
-    assert len(perm) == 1 and perm[0] != list(range(20))
+    assert len(perm) == 1 and perm[0] != identity and perm != view_orders(METHODS["perm_aug"], 20, 2, 0, "q", 0, 1)
 
 
 def test_lm_tokens_cut_the_answer_and_identifier_softmax_needs_one_token(setup):

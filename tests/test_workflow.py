@@ -328,6 +328,26 @@ def test_dl19_imported_bm25_candidates(workdir, shared_data):
     assert [line.split()[:4] for line in trec if line.startswith("264014 ")][0] == ["264014", "Q0", "5611210", "1"]
 
 
+def test_ocsft_self_distilled_from_a_language_model_teacher(workdir):
+    """config/examples/ocsft-selfdistil.yaml: the base Grades scorer labels its own training windows
+    (ocsft.teacher: null), OC-SFT and single order train on them and are evaluated for stability; the
+    compute plan counts the teacher's calls and tokens exactly."""
+    out = snakemake(workdir, "--cores", "2", configfile=REPO / "config" / "examples" / "ocsft-selfdistil.yaml")
+    assert out.returncode == 0, out.stderr[-4000:]
+    silver = pl.read_parquet(workdir / "results" / "silver" / "tiny-train" / "tiny-grades" / "t0.parquet")
+    assert silver["query_id"].n_unique() == 24 and silver["score"].is_between(0, 1).all()
+    assert silver["score"].n_unique() > 100  # the model's expected grades, not qrels grades / 3
+    stats = json.loads((workdir / "results" / "silver" / "tiny-train" / "tiny-grades" / "t0.stats.json").read_text())
+    assert stats["teacher_calls"] > 0
+    curve = pl.read_parquet(workdir / "results" / "metrics" / "train" / "tiny-ocsft.parquet")
+    assert (curve["consistency_loss"] > 0).all()
+    check = pl.read_csv(workdir / "results" / "tables" / "plan_check.csv")
+    teacher = check.filter(pl.col("family") == "silver_labels").to_dicts()
+    assert [(r["model"], r["calls"], r["calls_actual"], r["prompt_tokens"] == r["prompt_tokens_actual"])
+            for r in teacher] == [("tiny-grades", stats["teacher_calls"], stats["teacher_calls"], True)]
+    assert "| tiny-ocsft | tiny · bm25 | 1 | 8 |" in (workdir / "results" / "tables" / "stability.md").read_text()
+
+
 @pytest.mark.parametrize(
     "mutate, expected",
     [

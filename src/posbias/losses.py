@@ -127,28 +127,41 @@ def first_identifier_loss(scores: torch.Tensor, gold_rank: torch.Tensor) -> torc
     return F.cross_entropy(masked, gold_rank.masked_fill(~valid, gold_rank.max() + 1).argmin(dim=-1))
 
 
-def ocsft_terms(view_scores: torch.Tensor, target: torch.Tensor,
-                weight: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """The two terms of :func:`ocsft_loss`: the supervised error of view 0 and the spread over views."""
+CONSISTENCY_FORMS = ("variance", "pairwise")
+
+
+def ocsft_terms(view_scores: torch.Tensor, target: torch.Tensor, weight: torch.Tensor | None = None,
+                form: str = "variance") -> tuple[torch.Tensor, torch.Tensor]:
+    """The two terms of :func:`ocsft_loss`: the supervised error of view 0 and the spread over views,
+    ``variance`` (Σ_i mean_d (s_i − s̄)²) or ``pairwise`` (mean over view pairs i < j of mean_d (s_i − s_j)²)."""
     if view_scores.dim() != 2 or view_scores.shape[1] != target.shape[-1]:
         raise ValueError(f"view_scores must be N x B with B = {target.shape[-1]}, got {tuple(view_scores.shape)}")
+    if form not in CONSISTENCY_FORMS:
+        raise ValueError(f"consistency form {form!r}: use one of {', '.join(CONSISTENCY_FORMS)}")
     error = (view_scores[0] - target.to(view_scores.dtype)) ** 2
     supervised = (error * weight.to(error.dtype)).mean() if weight is not None else error.mean()
-    spread = ((view_scores - view_scores.mean(0, keepdim=True)) ** 2).mean(1).sum()
+    n = view_scores.shape[0]
+    if form == "pairwise" and n > 1:
+        i, j = torch.triu_indices(n, n, offset=1)
+        spread = ((view_scores[i] - view_scores[j]) ** 2).mean()
+    else:
+        spread = ((view_scores - view_scores.mean(0, keepdim=True)) ** 2).mean(1).sum()
     return supervised, spread
 
 
 def ocsft_loss(view_scores: torch.Tensor, target: torch.Tensor, lam: float,
-               weight: torch.Tensor | None = None) -> torch.Tensor:
+               weight: torch.Tensor | None = None, form: str = "variance") -> torch.Tensor:
     """OC-SFT for one window: mean_d w(d)·(s₁(d) − ỹ(d))² + λ · Σ_i mean_d (s_i(d) − s̄(d))².
 
     ``view_scores`` is N × B: the scores of N presentations of the same B documents, aligned back
-    to one document order; only view 0 is supervised (more views add no labelling cost). ``target``
-    (B) holds the silver labels ỹ; s̄ is the mean over views. ``weight`` (B, default 1) weights the
-    supervised term per document (the inverse slot propensity of ``debiasfirst_pointwise``).
+    to one document order; only view 0 (the anchor) is supervised (more views add no labelling cost).
+    ``target`` (B) holds the silver labels ỹ; s̄ is the mean over views. ``weight`` (B, default 1)
+    weights the supervised term per document (the inverse slot propensity of ``debiasfirst_pointwise``).
+    ``form="pairwise"`` takes the reference code's penalty instead, λ · mean_d (s_A(d) − s_B(d))² for two
+    views (the mean over view pairs for more): for two views it is twice the variance form.
     With λ = 0 (or N = 1) this is the single-order regression loss.
     """
-    supervised, spread = ocsft_terms(view_scores, target, weight)
+    supervised, spread = ocsft_terms(view_scores, target, weight, form)
     return supervised + lam * spread
 
 

@@ -13,9 +13,10 @@ Two families share the trainer:
   and ``lm``; the data is an augmented listwise training set, and ω when ``ips``.
 - ``pointwise`` (the Grades scorer of OC-SFT and its baselines): silver-labelled windows; the
   order-consistency penalty is on for ``consistency``, the slot propensity weights the supervised
-  term for ``ips``, ``views`` says how the collator presents a window (``anchor``: the canonical
-  order alone; ``anchor+permutations``: it plus N − 1 seeded permutations; ``one_permutation``: a
-  single seeded permutation), ``shuffled_silver`` asks for teacher labels over T shuffles.
+  term for ``ips``, ``views`` says how the collator presents a window (``anchor``: one seeded
+  permutation, the same every epoch; ``anchor+permutations``: it, supervised, plus N − 1 more;
+  ``one_permutation``: a fresh seeded permutation every epoch), ``shuffled_silver`` asks for teacher
+  labels over T shuffles.
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ METHODS: dict[str, TrainingMethod] = {m.name: m for m in (
                    rank=True, lm=True, ips=True),
     TrainingMethod("ocsft", "pointwise", "OC-SFT", "OC-SFT: supervised anchor view + order-consistency penalty",
                    consistency=True, views="anchor+permutations"),
-    TrainingMethod("single_order", "pointwise", "single order", "baseline: the canonical order alone"),
+    TrainingMethod("single_order", "pointwise", "single order", "baseline: the anchor view alone (OC-SFT at λ = 0)"),
     TrainingMethod("order_averaged", "pointwise", "order-averaged", "baseline: targets averaged over T teacher shuffles",
                    shuffled_silver=True, averaged_targets=True),
     TrainingMethod("perm_aug", "pointwise", "permutation augmentation", "baseline: one seeded permutation per step",

@@ -24,6 +24,9 @@ import string
 from dataclasses import dataclass
 
 SYSTEM = "You are RankLLM, an intelligent assistant that can rank passages based on their relevancy to the query."
+# The Grades scorer's own system turn (OC-SFT): a 4-level grading task, not the listwise ranking one.
+GRADES_SYSTEM = ("You are an intelligent assistant that grades documents by their relevance to a search query "
+                 "on a 4-level scale: 0 (irrelevant), 1 (related), 2 (relevant), 3 (perfectly relevant).")
 IDENTIFIERS = tuple(string.ascii_uppercase[:20])  # [A] … [T], as in FIRST
 # A model's ``identifiers``: letters [A] … [T] (FIRST, RankZephyr with --use_alpha) or numbers [1] … [20]
 # (RankGPT, RankVicuna); the word the instruction uses for them.
@@ -105,8 +108,10 @@ def render(tokenizer, query: str, passages: list[str], word_budget: int, max_tok
     """The full prompt text up to the assistant's answer (plus ``answer_prefix``), fitted to ``max_tokens``.
 
     ``message(query, passages)`` writes the user turn: :func:`user_message` (listwise ranking, with
-    ``id_style`` identifiers) or :func:`grades_message` (batched pointwise grading). ``style="compact"``
-    writes :func:`compact_text` instead (listwise only).
+    ``id_style`` identifiers, after the :data:`SYSTEM` turn) or :func:`grades_message` (batched
+    pointwise grading, after :data:`GRADES_SYSTEM`). ``style="compact"`` writes :func:`compact_text`
+    instead (listwise only). Chat templates get ``enable_thinking=False`` (Qwen3's then answers at
+    once; the others ignore it).
     """
     if style not in PROMPT_STYLES:
         raise ValueError(f"prompt style {style!r}: use one of {', '.join(PROMPT_STYLES)}")
@@ -117,15 +122,16 @@ def render(tokenizer, query: str, passages: list[str], word_budget: int, max_tok
         cut = [truncate_words(p, budget) for p in passages]
         shown = [c[0] for c in cut]
         user = message(query, shown, id_style) if message is user_message else message(query, shown)
+        system = GRADES_SYSTEM if message is grades_message else SYSTEM
         if style == "compact":
             text = compact_text(query, shown, id_style)
         elif getattr(tokenizer, "chat_template", None):
             text = tokenizer.apply_chat_template(
-                [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}],
+                [{"role": "system", "content": system}, {"role": "user", "content": user}],
                 tokenize=False, add_generation_prompt=True, enable_thinking=False,
             )  # enable_thinking: Qwen3's template then answers at once (an empty think block); others ignore it
         else:
-            text = f"{SYSTEM}\n\n{user}\n\n"
+            text = f"{system}\n\n{user}\n\n"
         text += answer_prefix
         ids = tokenizer(text, add_special_tokens=True)["input_ids"] if max_tokens else None
         if not max_tokens or len(ids) <= max_tokens or budget <= 1:

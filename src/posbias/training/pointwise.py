@@ -7,16 +7,20 @@ renders N views of it (:class:`GradesCollator`), the model scores every view in 
 
 The methods (:mod:`posbias.methods`) differ in their ``views``, ``consistency`` and ``ips``:
 
-- ``ocsft``: view 0 = the first-stage order (supervised), views 1 … N−1 seeded permutations;
-  consistency weight λ, warmed up linearly over ``consistency_warmup`` steps.
-- ``single_order``: view 0 alone, λ = 0.
+- ``ocsft``: N seeded permutations of the window; the first (the anchor, view 0) is supervised, and
+  the penalty ties all N together; consistency weight λ, warmed up linearly over
+  ``consistency_warmup`` steps; ``consistency_form`` the variance (paper) or pairwise (reference
+  code) penalty.
+- ``single_order``: the anchor view alone, λ = 0 (so OC-SFT with λ = 0 is exactly single order).
 - ``order_averaged``: as single_order, on targets averaged over T teacher shuffles (data side).
 - ``perm_aug``: one seeded random view per step, no penalty.
-- ``debiasfirst_pointwise``: view 0 alone, the supervised term of the document in slot p weighted
+- ``debiasfirst_pointwise``: the anchor view alone, the supervised term of the document in slot p weighted
   by 1/π(p), π the teacher's slot propensity (:func:`posbias.silver.slot_propensity`), clipped at
   ``ips_clip`` and normalised to mean 1: DebiasFirst's inverse-propensity idea in this setting.
 
-View permutations are seeded from (seed, query id, window, epoch, view), so a resumed run sees the
+View permutations are seeded from (seed, query id, window, view): a window keeps its views in every
+epoch, as a fixed training set would (``resample_views`` draws them anew each epoch, seeding with the
+epoch too; ``perm_aug``'s one view is always drawn anew: it is augmentation). A resumed run sees the
 same views as an uninterrupted one.
 """
 
@@ -32,26 +36,26 @@ from posbias.scoring import GradesEncoder, grade_scores, slot_grade_logits
 
 
 def view_orders(method: TrainingMethod, n_docs: int, views: int, seed: int, query_id: str, window: int,
-                epoch: int) -> list[list[int]]:
-    """The document order (indices into the canonical window) of every view of one example."""
-    def shuffled(view: int) -> list[int]:
-        return fisher_yates(list(range(n_docs)), derive_seed(seed, "ocsft-view", query_id, window, epoch, view))
+                epoch: int, resample: bool = False) -> list[list[int]]:
+    """The document order (indices into the canonical window) of every view of one example: the anchor
+    (view 0) and, for ``anchor+permutations``, ``views − 1`` more, each a seeded permutation."""
+    def shuffled(view: int, by_epoch: bool) -> list[int]:
+        parts = (epoch, view) if by_epoch else (view,)
+        return fisher_yates(list(range(n_docs)), derive_seed(seed, "ocsft-view", query_id, window, *parts))
 
     if method.views == "one_permutation":
-        return [shuffled(0)]
-    identity = list(range(n_docs))
-    if method.views == "anchor+permutations":
-        return [identity] + [shuffled(v) for v in range(1, views)]
-    return [identity]
+        return [shuffled(0, by_epoch=True)]
+    count = views if method.views == "anchor+permutations" else 1
+    return [shuffled(v, by_epoch=resample) for v in range(count)]
 
 
 class GradesCollator:
     """Renders the views of a batch of windows; ``epoch`` is advanced by the trainer every epoch."""
 
     def __init__(self, encoder: GradesEncoder, method: TrainingMethod, views: int, seed: int, pad_token_id: int,
-                 slot_weights: np.ndarray | None = None):
+                 slot_weights: np.ndarray | None = None, resample_views: bool = False):
         self.encoder, self.method, self.views, self.seed, self.pad = encoder, method, views, seed, pad_token_id
-        self.slot_weights = slot_weights
+        self.slot_weights, self.resample_views = slot_weights, resample_views
         self.epoch = 0
 
     def __call__(self, batch: list[dict]) -> dict[str, torch.Tensor]:
@@ -62,9 +66,11 @@ class GradesCollator:
         for w, ex in enumerate(batch):
             n = len(ex["doc_ids"])
             targets[w, :n] = torch.tensor(ex["targets"], dtype=torch.float32)
-            if self.slot_weights is not None:
-                weights[w, :n] = torch.tensor(self.slot_weights[:n], dtype=torch.float32)
-            for order in view_orders(self.method, n, self.views, self.seed, ex["query_id"], ex["window"], self.epoch):
+            orders = view_orders(self.method, n, self.views, self.seed, ex["query_id"], ex["window"], self.epoch,
+                                 self.resample_views)
+            if self.slot_weights is not None:  # document orders[0][p] sits in slot p of the supervised view
+                weights[w, torch.tensor(orders[0])] = torch.tensor(self.slot_weights[:n], dtype=torch.float32)
+            for order in orders:
                 ids, reads, _ = self.encoder.encode(ex["query"], [ex["texts"][i] for i in order])
                 rows.append(ids)
                 slots.append(reads)
@@ -96,10 +102,10 @@ def aligned_view_scores(scores: torch.Tensor, batch: dict, window: int) -> torch
     return torch.stack(out)
 
 
-def pointwise_objective(model, batch: dict, grade_ids, method: TrainingMethod,
-                        lam: float) -> tuple[torch.Tensor, dict[str, float]]:
+def pointwise_objective(model, batch: dict, grade_ids, method: TrainingMethod, lam: float,
+                        form: str = "variance") -> tuple[torch.Tensor, dict[str, float]]:
     """The mean OC-SFT loss over the batch's windows (λ forced to 0 for methods without the
-    consistency term), and its two terms."""
+    consistency term; ``form`` the penalty's, :func:`posbias.losses.ocsft_terms`), and its two terms."""
     logits = slot_grade_logits(model, batch["input_ids"], batch["attention_mask"], batch["slots"], grade_ids)
     scores = grade_scores(logits)
     lam = lam if method.consistency else 0.0
@@ -109,7 +115,8 @@ def pointwise_objective(model, batch: dict, grade_ids, method: TrainingMethod,
         views = aligned_view_scores(scores, batch, w)
         n = views.shape[1]
         target = batch["targets"][w, :n].to(views.device)
-        sup, spr = losses.ocsft_terms(views, target, batch["weights"][w, :n].to(views.device) if weighted else None)
+        sup, spr = losses.ocsft_terms(views, target, batch["weights"][w, :n].to(views.device) if weighted else None,
+                                      form)
         supervised.append(sup)
         spread.append(spr)
     sup, spr = torch.stack(supervised).mean(), torch.stack(spread).mean()

@@ -69,7 +69,8 @@ def train(base_model: str, instances: pl.DataFrame, spec: TrainSpec, work_dir: P
         id_tokens = list(encoder.grades.ids)
         examples = instances.select("query_id", "window", "query", "doc_ids", "texts", "targets").to_dicts()
         weights = slot_weights(propensity, spec.ips_clip) if propensity is not None else None
-        collator = pointwise.GradesCollator(encoder, spec.kind, spec.views, spec.seed, tokenizer.pad_token_id, weights)
+        collator = pointwise.GradesCollator(encoder, spec.kind, spec.views, spec.seed, tokenizer.pad_token_id, weights,
+                                            spec.resample_views)
     else:
         id_tokens = identifier_token_ids(tokenizer)
         examples = encode_instances(tokenizer, instances, spec.word_budget, spec.max_context, spec.prompt,

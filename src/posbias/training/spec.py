@@ -49,6 +49,8 @@ class TrainSpec:
     views: int
     consistency: float
     consistency_warmup: int
+    consistency_form: str
+    resample_views: bool
     lora: dict | None = None  # hyper.lora; absent (the schema states no default) = full fine-tuning
 
     def __post_init__(self) -> None:

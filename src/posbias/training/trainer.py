@@ -45,7 +45,8 @@ def trainer_class():
             if self.spec.pointwise:
                 lam = losses.consistency_weight(self.state.global_step, self.spec.consistency,
                                                 self.spec.consistency_warmup)
-                loss, parts = pointwise.pointwise_objective(model, inputs, self.id_tokens, self.spec.kind, lam)
+                loss, parts = pointwise.pointwise_objective(model, inputs, self.id_tokens, self.spec.kind, lam,
+                                                            self.spec.consistency_form)
                 outputs = None
             else:
                 outputs = model(input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"])
