@@ -4,6 +4,8 @@
 # tokens and device-hours. After a run, `plan_check` (part of `report`) puts the plan beside the cost
 # files the jobs wrote.
 
+PLAN_COSTS = pbplan.cost_files(config)  # (plan keys, path) of every cost file a run writes
+
 
 rule plan:
     input:
@@ -37,7 +39,7 @@ rule plan:
 rule plan_check:
     input:
         plan="results/plan/orders.parquet",
-        costs=[path for _, path in pbplan.cost_files(config)],
+        costs=[path for _, path in PLAN_COSTS],
     output:
         table=report(
             "results/tables/plan_check.md",
@@ -56,7 +58,7 @@ rule plan_check:
         mem_mb=2000,
         runtime=10,
     params:
-        planned=[keys for keys, _ in pbplan.cost_files(config)],
+        planned=[keys for keys, _ in PLAN_COSTS],
         provenance=REPORT_LINE,
     script:
         "../workflow/scripts/plan_check.py"

@@ -61,11 +61,15 @@ class GenerationReranker(Reranker):
                             style=self.spec.prompt, id_style=self.spec.identifiers)
             self.stats["truncated_passages"] += prompt.truncated
             encoded.append(prompt.input_ids or self.tokenizer(prompt.text, add_special_tokens=True)["input_ids"])
+        if self.model is None:  # counting only (the compute plan): decoding steps are unknown; their bound
+            self.stats["prompt_tokens"] += sum(len(e) for e in encoded)
+            return [WindowResult(order=list(range(len(w.doc_ids))),
+                                 stats={"calls": max_new_tokens(len(w.doc_ids)), "prompt_tokens": len(e)})
+                    for w, e in zip(windows, encoded)]
         texts: list[str] = [""] * len(windows)
-        # counting only (the compute plan): the decoding steps are unknown before decoding; their bound
-        steps: list[int] = [max_new_tokens(len(w.doc_ids)) for w in windows] if self.model is None else [0] * len(windows)
+        steps: list[int] = [0] * len(windows)
         with torch.inference_mode():
-            for batch in batches_by_length(encoded, self.spec.batch_size) if self.model is not None else []:
+            for batch in batches_by_length(encoded, self.spec.batch_size):
                 ids, mask, _ = pad_left(self.tokenizer, [encoded[i] for i in batch], self.spec.device)
                 n_max = max(len(windows[i].doc_ids) for i in batch)
                 out = self.model.generate(input_ids=ids, attention_mask=mask, do_sample=False,
