@@ -56,6 +56,7 @@ localrules:
     rerank_tables,
     augmentation_report,
     stability_table,
+    stability_all,
     paper_table,
     paper_figure,
     plan_check,

@@ -138,6 +138,7 @@ def batch_of_order(wildcards):
 
 
 POINTWISE_EXPERIMENTS = [key for key in EXPERIMENTS if pbconfig.is_grades(config, key[0])]
+STABILITY_TARGETS = pbconfig.stability_targets(config)
 
 
 def list_debias_inputs(wildcards, suffix):
@@ -154,7 +155,24 @@ def stability_orders(wildcards):
 
 def stability_outputs(wildcards, suffix):
     prefix = f"results/rerank/{wildcards.model}/{wildcards.dataset}/{wildcards.retriever}"
-    return [f"{prefix}/{order}/none.{suffix}" for order in stability_orders(wildcards)]
+    return [f"{prefix}/{order}/{wildcards.debias}.{suffix}" for order in stability_orders(wildcards)]
+
+
+def stability_combine(wildcards):
+    """How the stability job forms K > 1 presentations from disjoint groups of K shuffled orders: BSC@K's
+    mean scores (a pointwise scorer), PermSC@K's rank aggregation (a listwise model's plain lists), or
+    none (a debiased listwise method: K = 1 only)."""
+    if pbconfig.is_grades(config, wildcards.model):
+        return {"family": "pointwise", "combine": debiasing.AVERAGE_SCORES}
+    if wildcards.debias == "none":
+        aggregate = debiasing.AGGREGATE_LISTS
+        return {"family": "listwise", "combine": aggregate, **debiasing.options(config["reranking"], f"{aggregate}@1")}
+    return {"family": "listwise", "combine": None}
+
+
+def stability_file(target, suffix="parquet"):
+    """The stability table of one (model, dataset, retriever, debias) target."""
+    return "results/metrics/stability/{}/{}/{}/{}.{}".format(*target, suffix)
 
 
 def training_inputs(wildcards):

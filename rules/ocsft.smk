@@ -1,6 +1,6 @@
 # Stage `ocsft`: silver labels for the pointwise "Grades:" scorers and their decision-stability
 # evaluation (tau-PSI, retention-set Jaccard, BSC@K) with its table and figure. Training itself is the
-# `train` rule (methods ocsft, single_order, order_averaged, perm_aug, debiasfirst_pointwise).
+# `train` rule (the pointwise methods of posbias.methods).
 
 
 rule silver_labels:
@@ -43,11 +43,14 @@ rule stability:
         costs=lambda w: stability_outputs(w, "cost.parquet"),
         qrels="results/data/{dataset}/qrels.parquet",
     output:
-        "results/metrics/stability/{model}/{dataset}/{retriever}.parquet",
+        table="results/metrics/stability/{model}/{dataset}/{retriever}/{debias}.parquet",
+        queries="results/metrics/stability/{model}/{dataset}/{retriever}/{debias}.queries.parquet",
     log:
-        "logs/metrics/stability/{model}/{dataset}/{retriever}.log",
+        "logs/metrics/stability/{model}/{dataset}/{retriever}/{debias}.log",
     benchmark:
-        "benchmarks/metrics/stability/{model}/{dataset}/{retriever}.tsv"
+        "benchmarks/metrics/stability/{model}/{dataset}/{retriever}/{debias}.tsv"
+    wildcard_constraints:
+        debias=WINDOW_DEBIAS_PATTERN,
     conda:
         "../envs/eval.yaml"
     resources:
@@ -57,14 +60,16 @@ rule stability:
         orders=lambda w: stability_orders(w),
         ocsft={k: config["ocsft"][k] for k in ("bsc_k", "grid_points", "presentations")},
         relevant_grade=config["reranking"]["relevant_grade"],
+        combine=lambda w: stability_combine(w),
     script:
         "../workflow/scripts/stability.py"
 
 
 rule stability_table:
     input:
-        tables=[f"results/metrics/stability/{m}/{d}/{r}.parquet" for m, d, r in POINTWISE_EXPERIMENTS],
-        train_benchmarks=[f"benchmarks/train/{m}.tsv" for m, _, _ in POINTWISE_EXPERIMENTS if m in TRAINED],
+        tables=[stability_file((*key, "none")) for key in POINTWISE_EXPERIMENTS],
+        queries=[stability_file((*key, "none"), "queries.parquet") for key in POINTWISE_EXPERIMENTS],
+        train_benchmarks=sorted({f"benchmarks/train/{m}.tsv" for m, _, _ in POINTWISE_EXPERIMENTS if m in TRAINED}),
     output:
         table=report(
             "results/tables/stability.md",
@@ -79,6 +84,13 @@ rule stability_table:
             category="OC-SFT",
         ),
         figure_pdf="results/figures/bsc_curve.pdf",
+        settings=report(
+            "results/tables/ocsft_settings.md",
+            caption="../docs/captions/ocsft_settings.rst",
+            category="OC-SFT",
+        ),
+        settings_csv="results/tables/ocsft_settings.csv",
+        settings_tex="results/tables/ocsft_settings.tex",
     log:
         "logs/tables/stability.log",
     benchmark:
@@ -91,10 +103,42 @@ rule stability_table:
     params:
         provenance=REPORT_LINE,
         references=[name for name, run in config["training"].items() if run["method"] == "ocsft"],
+        variants={m: pbconfig.variant_of(config["training"], m) for m, _, _ in POINTWISE_EXPERIMENTS},
+        reference=pbconfig.ocsft_reference(config),
+        settings=pbconfig.pointwise_settings(config),
+        dev=config["ocsft"]["dev"],
     script:
         "../workflow/scripts/stability_table.py"
+
+
+rule stability_all:
+    input:
+        queries=[stability_file(target, "queries.parquet") for target in STABILITY_TARGETS],
+    output:
+        table=report(
+            "results/tables/stability_all.md",
+            caption="../docs/captions/stability_all.rst",
+            category="OC-SFT",
+        ),
+        csv="results/tables/stability_all.csv",
+        tex="results/tables/stability_all.tex",
+    log:
+        "logs/tables/stability_all.log",
+    benchmark:
+        "benchmarks/tables/stability_all.tsv"
+    conda:
+        "../envs/eval.yaml"
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        provenance=REPORT_LINE,
+        variants={target[0]: pbconfig.variant_of(config["training"], target[0]) for target in STABILITY_TARGETS},
+    script:
+        "../workflow/scripts/stability_all.py"
 
 
 rule ocsft:
     input:
         rules.stability_table.output if POINTWISE_EXPERIMENTS else [],
+        rules.stability_all.output if STABILITY_TARGETS else [],

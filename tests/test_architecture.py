@@ -132,8 +132,9 @@ def test_bad_orders_are_rejected(name):
 
 def test_method_registry_drives_the_config_checks():
     assert methods.names("listwise") == ["first", "debiasfirst", "rank", "rank_ips", "rank_ips_lm"]
-    assert methods.names("pointwise") == ["ocsft", "single_order", "order_averaged", "perm_aug",
+    assert methods.names("pointwise") == ["ocsft", "ocsft_no_anchor", "single_order", "order_averaged", "perm_aug",
                                           "debiasfirst_pointwise"]
+    assert [m for m in methods.METHODS if methods.get(m).on_lambda_grid] == ["ocsft", "single_order"]
     assert [m for m in methods.METHODS if methods.get(m).needs_omega] == ["debiasfirst", "rank_ips", "rank_ips_lm"]
     assert [m for m in methods.METHODS if methods.get(m).shuffled_silver] == ["order_averaged",
                                                                               "debiasfirst_pointwise"]

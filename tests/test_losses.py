@@ -171,3 +171,17 @@ def test_ips_weights_unclipped_by_default_with_clip_floor_and_self_normalisation
     assert torch.isfinite(ips_weights(gold, omega)).all()
     with pytest.raises(ValueError, match="ips_floor or propensity.smoothing"):
         ips_weights(gold, omega, floor=None)
+
+
+def test_ocsft_without_anchor_supervises_every_view():
+    """The no-anchor ablation: the supervised term is the mean error over all N views; the penalty is
+    unchanged; with identical views it equals the anchored loss."""
+    views = torch.tensor([[0.2, 0.8], [0.6, 0.4]])
+    target = torch.tensor([0.0, 1.0])
+    sup, spread = losses.ocsft_terms(views, target, anchor=False)
+    # view 0 errors 0.04, 0.04; view 1 errors 0.36, 0.36: mean over views per doc 0.2
+    assert float(sup) == pytest.approx(0.2)
+    assert float(spread) == pytest.approx(float(losses.ocsft_terms(views, target)[1]))
+    same = views[:1].repeat(2, 1)
+    assert float(losses.ocsft_terms(same, target, anchor=False)[0]) == pytest.approx(
+        float(losses.ocsft_terms(same, target)[0]))

@@ -92,3 +92,58 @@ def test_retention_jaccard_ties_go_to_the_higher_threshold():
     # every threshold in (0.5, 1.0] retains only "a" = the relevant set: the highest grid point wins
     out = retention_jaccard({"q": {"a": 1.0, "b": 0.0}}, {"q": {"a"}}, {"q": {"a": [1.0, 1.0], "b": [0.0, 0.0]}}, 5)
     assert out["threshold"] == 1.0 and out["f1"] == 1.0
+
+
+def test_tie_rate_and_dispersion_by_hand():
+    assert metrics.tie_rate([0.5, 0.5, 0.5, 1.0]) == pytest.approx(3 / 6)  # 3 of 6 pairs tied
+    assert metrics.tie_rate([0.1, 0.2, 0.3]) == 0.0 and metrics.tie_rate([1.0]) == 0.0
+    assert metrics.score_dispersion([0.0, 1.0]) == pytest.approx(0.5)
+    assert metrics.score_dispersion([0.3] * 5) == 0.0
+
+
+def test_topk_instability_by_hand():
+    a, b, c = list("abcdefghij"), list("abcdefghkl"), list("jihgfedcba")
+    assert metrics.topk_instability([a, c], k=10) == 0.0  # the same top 10, reordered
+    assert metrics.topk_instability([a, b], k=10) == pytest.approx(1 - 8 / 12)
+    assert metrics.topk_instability([a[:2], ["x", "y"]], k=2) == 1.0
+
+
+def test_pool_psi_of_kept_documents():
+    kept = ["a", "b", "c"]
+    fixed = {"a": 0.9, "b": 0.5, "c": 0.1}
+    pools = [{**fixed, "x": 0.7}, {**fixed, "y": 0.95, "z": 0.0}]
+    assert metrics.pool_psi(pools, kept) == 0.0  # companions change, the kept documents' order does not
+    flipped = [{"a": 0.9, "b": 0.5, "c": 0.1}, {"a": 0.1, "b": 0.5, "c": 0.9}]
+    assert metrics.pool_psi(flipped, kept) == pytest.approx(1.0)  # reversed by the pool
+
+
+def test_variance_decomposition_recovers_its_parts():
+    """score = document effect + companion effect (per document and pool) + order effect: each part's
+    variance comes back, and the parts add up to the total."""
+    import itertools
+
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    docs, pools, orders = 40, 6, 5
+    d_eff, c_eff, o_eff = rng.normal(0, 1.0, docs), rng.normal(0, 0.5, (docs, pools)), rng.normal(0, 0.2, (docs, pools, orders))
+    rows = [(f"d{d}", p, o, d_eff[d] + c_eff[d, p] + o_eff[d, p, o])
+            for d, p, o in itertools.product(range(docs), range(pools), range(orders))]
+    frame = pl.DataFrame(rows, schema=["doc_id", "pool", "order", "score"], orient="row")
+    parts = metrics.variance_decomposition(frame)
+    assert parts["document"] + parts["companions"] + parts["order"] == pytest.approx(parts["total"])
+    assert parts["order"] == pytest.approx(float(o_eff.var(axis=2).mean()))
+    assert parts["companions"] == pytest.approx(float((c_eff + o_eff.mean(2)).var(axis=1).mean()))
+    assert parts["document"] > parts["companions"] > parts["order"] > 0
+    invariant = frame.with_columns(score=pl.col("doc_id").str.slice(1).cast(pl.Float64))
+    assert metrics.variance_decomposition(invariant)["companions"] == 0.0
+    with pytest.raises(ValueError, match="same number of pools and orders"):
+        metrics.variance_decomposition(frame.head(frame.height - 1))
+
+
+def test_retention_jaccard_reports_each_query():
+    canonical = {"q1": {"a": 0.9, "b": 0.1}, "q2": {"c": 0.8, "d": 0.2}}
+    over = {"q1": {"a": [0.9, 0.9], "b": [0.1, 0.1]}, "q2": {"c": [0.8, 0.1], "d": [0.2, 0.2]}}
+    result = metrics.retention_jaccard(canonical, {"q1": {"a"}, "q2": {"c"}}, over)
+    assert result["per_query"] == {"q1": 1.0, "q2": 0.0}
+    assert result["jaccard"] == pytest.approx(0.5)

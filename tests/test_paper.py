@@ -230,3 +230,78 @@ def test_versus_baselines_tests_each_baseline_against_the_reference_with_holm():
     view = {r["model"]: r for r in table.view.iter_rows(named=True)}
     assert view["worse"]["d · bm25 · original"].endswith("†") and not view["same"]["d · bm25 · original"].endswith("†")
     assert "no reference" in paper.versus_baselines(metrics, training, None).notes.lower()
+
+
+def _stability_rows(model, dataset, tau, jaccard, n=20):
+    """A plain scorer's (K = 1) stability row and its per-query rows: per-query τ-PSI ``tau + 0.01 q``."""
+    per_query = pl.DataFrame({"model": model, "dataset": dataset, "retriever": "bm25", "k": 1,
+                              "query_id": [f"q{q}" for q in range(n)], "ndcg10": 0.5,
+                              "tau_psi": [tau + 0.01 * q for q in range(n)], "jaccard": jaccard, "tie_rate": 0.0,
+                              "dispersion": 0.2, "top10_instability": 0.1})
+    row = pl.DataFrame({"model": model, "dataset": dataset, "retriever": "bm25", "k": 1, "presentations": 8,
+                        "queries": n, "ndcg10_canonical": 0.5, "ndcg10": 0.5, "tau_psi": per_query["tau_psi"].mean(),
+                        "jaccard": jaccard, "threshold": 0.5, "f1": 0.7, "calls_per_query": 1.0, "tie_rate": 0.0,
+                        "dispersion": 0.2, "top10_instability": 0.1})
+    return row, per_query.with_columns(pl.col("k").cast(pl.Int32))
+
+
+def test_ocsft_table_averages_seeds_and_marks_holm_significant_differences():
+    """Two seeds per variant become one row (mean ± sd); a baseline worse on every query is marked †
+    against OC-SFT, a baseline equal to it is not; several datasets add a mean-over-datasets row."""
+    parts = [_stability_rows(m, d, tau, jac) for d in ("d1", "d2") for m, tau, jac in
+             (("oc-s1", 0.10, 0.9), ("oc-s2", 0.12, 0.8), ("so-s1", 0.30, 0.5), ("so-s2", 0.32, 0.5),
+              ("same", 0.11, 0.85))]
+    table = pl.concat([p[0] for p in parts]).with_columns(pl.col("k").cast(pl.Int32))
+    per_query = pl.concat([p[1] for p in parts])
+    variants = {"oc-s1": "oc", "oc-s2": "oc", "so-s1": "so", "so-s2": "so"}
+    result = paper.stability(table, per_query, {"oc-s1": 10.0, "oc-s2": 20.0}, variants, "oc")
+    view = {(r["variant"], r["dataset"]): r for r in result.view.iter_rows(named=True)}
+    oc, so, same = view[("oc", "d1 · bm25")], view[("so", "d1 · bm25")], view[("same", "d1 · bm25")]
+    assert oc["seeds"] == "2" and oc["retention Jaccard"] == "0.850 ± 0.071" and oc["training s"] == "15"
+    assert so["τ-PSI"].endswith("†") and not oc["τ-PSI"].endswith("†") and not same["τ-PSI"].endswith("†")
+    assert not so["nDCG@10 shuffled"].endswith("†")  # equal quality: no test to pass
+    assert ("so", "mean over datasets") in view
+    tests = result.data.filter((pl.col("variant") == "so") & (pl.col("dataset") == "d1"))
+    assert tests["p_holm_tau_psi"][0] < 0.05
+
+
+def test_ocsft_settings_choose_lambda_on_held_out_quality_only():
+    """λ is the best dev nDCG@10 among N = 2 OC-SFT entries and single order, whatever their test
+    stability; other settings (N = 4, no anchor) are listed but not candidates."""
+    rows = []
+    for variant, dev_ndcg, test_psi in (("so", 0.60, 0.40), ("l1", 0.70, 0.35), ("l5", 0.72, 0.30),
+                                        ("l20", 0.65, 0.10), ("n4", 0.90, 0.20), ("na", 0.95, 0.25)):
+        for dataset, ndcg, psi in (("dev", dev_ndcg, 0.0), ("test", 0.5, test_psi)):
+            rows.append(_stability_rows(variant, dataset, psi, 0.8)[0].with_columns(
+                ndcg10_canonical=pl.lit(ndcg)))
+    table = pl.concat(rows).with_columns(pl.col("k").cast(pl.Int32))
+    methods = {"so": ("single_order", 0.0, 1), "l1": ("ocsft", 1.0, 2), "l5": ("ocsft", 5.0, 2),
+               "l20": ("ocsft", 20.0, 2), "n4": ("ocsft", 5.0, 4), "na": ("ocsft_no_anchor", 5.0, 2)}
+    settings = {v: {"method": m, "lambda": lam, "views": n, "grid": v != "na"} for v, (m, lam, n) in methods.items()}
+    result = paper.ocsft_settings(table, {}, settings, "dev")
+    chosen = result.data.filter(pl.col("chosen"))["variant"].to_list()
+    assert chosen == ["l5"]  # not n4 or na (better dev quality, other settings) nor l20 (most stable)
+    assert result.view.height == 6 and "l5 ◀" in result.view["variant"].to_list()
+    assert result.data.filter(pl.col("variant") == "l20")["tau_psi"][0] == pytest.approx(0.10 + 0.01 * 9.5)
+
+
+def test_stability_all_puts_both_families_on_the_queries_every_row_scored():
+    """Rows from a listwise model (plain, CapCal, PermSC@2) and a pointwise scorer (plain, BSC@2) over
+    their common queries only; seeds averaged into one row with an sd."""
+    rows = []
+    for model, family, debias, k, n, psi in (("lw-s1", "listwise", "none", 1, 20, 0.4), ("lw-s2", "listwise", "none", 1, 20, 0.2),
+                                             ("lw-s1", "listwise", "capcal", 1, 20, 0.1),
+                                             ("lw-s1", "listwise", "none", 2, 20, 0.05),
+                                             ("pw", "pointwise", "none", 1, 10, 0.3), ("pw", "pointwise", "none", 2, 10, 0.2)):
+        rows.append(pl.DataFrame({"model": model, "dataset": "d", "retriever": "bm25", "debias": debias, "family": family,
+                                  "k": k, "query_id": [f"q{q}" for q in range(n)], "ndcg10": 0.5,
+                                  "tau_psi": [psi + (0.5 if q >= 10 else 0.0) for q in range(n)], "jaccard": 0.9,
+                                  "tie_rate": 0.0, "dispersion": 0.1, "top10_instability": 0.2}))
+    per_query = pl.concat(rows).with_columns(pl.col("k").cast(pl.Int32))
+    result = paper.stability_all(per_query, {"lw-s1": "lw", "lw-s2": "lw"})
+    got = {(r["variant"], r["method"]): r for r in result.data.iter_rows(named=True)}
+    assert set(got) == {("lw", "none"), ("lw", "capcal"), ("lw", "permsc@2"), ("pw", "none"), ("pw", "bsc@2")}
+    assert all(r["queries"] == 10 for r in got.values())  # q10-q19 were not scored by the pointwise scorer
+    assert got[("lw", "none")]["tau_psi"] == pytest.approx(0.3) and got[("lw", "none")]["seeds"] == 2
+    assert got[("lw", "none")]["tau_psi_sd"] == pytest.approx(0.1414, abs=1e-4)
+    assert got[("pw", "bsc@2")]["tau_psi"] == pytest.approx(0.2)

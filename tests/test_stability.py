@@ -9,7 +9,7 @@ import pytest
 from posbias import orders, silver
 from posbias.data import synthetic
 from posbias.data.collection import grades_by_query
-from posbias.rerank import present_candidates, rerank
+from posbias.rerank import Candidates, present_candidates, rerank
 from posbias.rerankers.simulated import SimulatedGrader
 from posbias.stability import stability_table
 
@@ -34,6 +34,9 @@ def coll():
     return c, first
 
 
+KEYS = {"model": "m", "dataset": "d", "retriever": "r", "debias": "none", "family": "pointwise"}
+
+
 def scored_runs(coll, scorer, shuffles):
     c, first = coll
     grades = grades_by_query(c.qrels)
@@ -48,15 +51,29 @@ def table(coll, order_noise, shuffles=20, ks=(1, 10)):
     c, _ = coll
     scorer = SimulatedGrader(grades_by_query(c.qrels), window=10, noise=0.3, order_noise=order_noise, seed=3)
     runs, qrels = scored_runs(coll, scorer, shuffles)
-    return stability_table(runs[0], runs[1:], qrels, 1, list(ks), {"model": "m", "dataset": "d", "retriever": "r"}, 4.0,
-                           presentations=None)
+    return stability_table(runs[0], runs[1:], qrels, 1, list(ks), KEYS, 4.0,
+                           presentations=None)[0]
+
+
+def test_per_query_rows_average_to_the_table(coll):
+    c, _ = coll
+    scorer = SimulatedGrader(grades_by_query(c.qrels), window=10, noise=0.3, order_noise=1.0, seed=3)
+    runs, qrels = scored_runs(coll, scorer, 4)
+    summary, per_query = stability_table(runs[0], runs[1:], qrels, 1, [1, 2], KEYS, 4.0)
+    for k in (1, 2):
+        row, queries = summary.filter(pl.col("k") == k).row(0, named=True), per_query.filter(pl.col("k") == k)
+        assert queries.height == row["queries"]
+        for column in ("ndcg10", "tau_psi", "jaccard", "tie_rate", "dispersion", "top10_instability"):
+            assert queries[column].mean() == pytest.approx(row[column]), column
+    plain = summary.filter(pl.col("k") == 1).row(0, named=True)
+    assert plain["tie_rate"] < 0.01 and plain["dispersion"] > 0.05 and 0 < plain["top10_instability"] < 1
 
 
 def test_order_invariant_scorer_is_perfectly_stable(coll):
     t = table(coll, 0.0, shuffles=4, ks=(1, 2))
     row = t.filter(pl.col("k") == 1).row(0, named=True)
     assert row["tau_psi"] == pytest.approx(0.0, abs=1e-12)
-    assert row["jaccard"] == 1.0
+    assert row["jaccard"] == 1.0 and row["top10_instability"] == 0.0
     assert row["ndcg10"] == pytest.approx(row["ndcg10_canonical"])
     assert t.filter(pl.col("k") == 2)["calls_per_query"][0] == 8.0
 
@@ -87,12 +104,20 @@ def test_silver_labels_views_and_targets(coll):
     assert per_view["len"].unique().to_list() == [40]
     assert labels["slot"].max() == 19 and labels["window"].max() == 1
     assert cost.height == 0  # qrels cost nothing
+    q = labels["query_id"][0]
+    top = first.filter(pl.col("query_id") == q).sort("rank")["doc_id"].head(40).to_list()
+    anchor = labels.filter((pl.col("query_id") == q) & (pl.col("view") == 0)).sort("window", "slot")["doc_id"]
+    assert anchor.to_list() == silver.anchored(Candidates(q, "", top, {}), 20, 7).doc_ids  # view 0: the anchor
     canonical = silver.instances(labels, c.queries, c.corpus, averaged=False)
     averaged = silver.instances(labels, c.queries, c.corpus, averaged=True)
     assert canonical.height == 2 * labels["query_id"].n_unique()
+    assert canonical.filter(pl.col("query_id") == q)["doc_ids"].explode().to_list() == anchor.to_list()
     assert canonical["targets"].to_list() == averaged["targets"].to_list()  # qrels scores are order-free
     assert all(t in (0.0, 1 / 3, 2 / 3, 1.0) for ts in canonical["targets"] for t in ts)
     np.testing.assert_allclose(silver.slot_propensity(labels, 20), 1.0, atol=0.6)
+    consistency = silver.label_consistency(labels)  # silver-β of an order-free teacher: its ties only
+    assert consistency["label_sd"] == 0.0
+    assert math.isnan(silver.label_consistency(labels.filter(pl.col("view") == 0))["tau_psi"])
 
 
 def test_slot_propensity_recovers_a_primacy_teacher(coll):
@@ -106,4 +131,32 @@ def test_slot_propensity_recovers_a_primacy_teacher(coll):
     w = silver.slot_weights(pi, clip=10.0)
     assert w.mean() == pytest.approx(1.0) and w[-1] > w[0]
     assert int(cost["calls"].sum()) == labels["query_id"].n_unique() * 2 * 7  # 2 windows x (1 + 6) views
+    biased = silver.label_consistency(labels)
+    assert biased["tau_psi"] > 0.05 and biased["label_sd"] > 0.05  # the slot prior moves the labels
     assert not math.isnan(labels["score"].mean())
+
+
+def test_listwise_rankings_get_permsc_presentations(coll):
+    """A listwise reranker's plain lists (one window over all 40): K = 1 rows from its rankings, K > 1
+    rows PermSC@K over disjoint groups of K reranked shuffles, which steadies a position-biased ranker
+    and leaves an order-free one perfectly stable; a debiased method (combine None) gets K = 1 only."""
+    from posbias.rerankers.simulated import SimulatedReranker
+
+    c, first = coll
+    keys = {**KEYS, "family": "listwise"}
+    psi = {}
+    for strength in (0.0, 2.0):
+        reranker = SimulatedReranker(grades_by_query(c.qrels), prior="linear", strength=strength, noise=0.5, seed=3)
+        runs = []
+        for name in ["original"] + [f"shuffled-{s}" for s in range(6)]:
+            shown = present_candidates(first, c.queries, c.corpus, grades_by_query(c.qrels), orders.parse(name), 7, 40,
+                                       1, 40)
+            runs.append(rerank(reranker, shown.lists, window=40, step=40)[0])
+        table, _ = stability_table(runs[0], runs[1:], c.qrels, 1, [1, 3], keys, 1.0, combine="permsc",
+                                   aggregation="kemeny")
+        assert table["presentations"].to_list() == [6, 2]
+        psi[strength] = table["tau_psi"].to_list()
+        only_plain, _ = stability_table(runs[0], runs[1:], c.qrels, 1, [1, 3], keys, 1.0, combine=None)
+        assert only_plain["k"].to_list() == [1]
+    assert psi[0.0] == pytest.approx([0.0, 0.0], abs=1e-12)
+    assert psi[2.0][1] < psi[2.0][0]  # PermSC@3 is steadier than one pass of the biased ranker

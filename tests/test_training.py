@@ -291,24 +291,40 @@ def test_ocsft_with_lambda_zero_is_single_order(setup, pointwise, tmp_path):
 
 
 def test_view_orders_per_method():
-    """OC-SFT's views are seeded permutations (query, window), the anchor the first of them, the same in
-    every epoch unless resampled; single order trains on that anchor; perm_aug draws anew each epoch."""
+    """OC-SFT's views: the stored anchor window first (identity), then seeded permutations (query,
+    window) of it, the same in every epoch unless resampled; single order trains on the anchor alone;
+    perm_aug draws anew each epoch."""
     from posbias.methods import METHODS
     from posbias.training.pointwise import view_orders
 
     identity = list(range(20))
     views = view_orders(METHODS["ocsft"], 20, 3, 0, "q", 0, 0)
     assert len(views) == 3 and all(sorted(v) == identity for v in views) and len({tuple(v) for v in views}) == 3
-    assert views[0] != identity  # the anchor is a permutation, not the first-stage order
+    assert views[0] == identity  # the anchor: the presentation the teacher labelled
     assert views == view_orders(METHODS["ocsft"], 20, 3, 0, "q", 0, 1)  # the same views in every epoch
     assert views != view_orders(METHODS["ocsft"], 20, 3, 0, "q", 1, 0)  # another window, other views
     assert views != view_orders(METHODS["ocsft"], 20, 3, 0, "q2", 0, 0)  # another query, other views
     resampled = view_orders(METHODS["ocsft"], 20, 3, 0, "q", 0, 1, resample=True)
-    assert resampled != views and resampled == view_orders(METHODS["ocsft"], 20, 3, 0, "q", 0, 1, resample=True)
+    assert resampled[0] == identity and resampled != views
+    assert resampled == view_orders(METHODS["ocsft"], 20, 3, 0, "q", 0, 1, resample=True)
     assert view_orders(METHODS["single_order"], 20, 3, 0, "q", 0, 0) == views[:1]  # OC-SFT's anchor
     assert view_orders(METHODS["debiasfirst_pointwise"], 20, 3, 0, "q", 0, 0) == views[:1]
     perm = view_orders(METHODS["perm_aug"], 20, 2, 0, "q", 0, 0)
     assert len(perm) == 1 and perm[0] != identity and perm != view_orders(METHODS["perm_aug"], 20, 2, 0, "q", 0, 1)
+
+
+def test_the_anchor_view_is_a_seeded_permutation_of_each_window():
+    """Silver view 0 presents each first-stage window in its anchor order (seeded by seed, query and
+    window), and the trainer's instances keep that order, so the teacher labelled what is supervised."""
+    from posbias.rerank import Candidates
+    from posbias.silver import anchor_order, anchored
+
+    docs = [f"d{i}" for i in range(25)]
+    shown = anchored(Candidates("q", "text", docs, {}), 10, 7).doc_ids
+    assert [sorted(shown[a:b]) for a, b in ((0, 10), (10, 20), (20, 25))] == [sorted(docs[a:b]) for a, b in
+                                                                                ((0, 10), (10, 20), (20, 25))]
+    assert shown[:10] == [docs[i] for i in anchor_order(10, 7, "q", 0)] and shown[:10] != docs[:10]
+    assert anchor_order(10, 7, "q", 1) != anchor_order(10, 7, "q", 0) != anchor_order(10, 8, "q", 0)
 
 
 def test_lm_tokens_cut_the_answer_and_identifier_softmax_needs_one_token(setup):

@@ -494,6 +494,21 @@ def is_grades(config: dict, model: str) -> bool:
     return spec.get("mode") == "grades"
 
 
+def stability_targets(config: dict) -> list[tuple[str, str, str, str]]:
+    """Every (model, dataset, retriever, debias) whose decision stability is measured: each pointwise
+    experiment (debias none; BSC@K rows from its shuffled orders), and each window-level debiasing
+    method of a listwise experiment with at least two shuffled orders (for ``none`` also PermSC@K
+    rows: its shuffled lists aggregated in disjoint groups of K)."""
+    out = []
+    for e in config["reranking"]["experiments"]:
+        key = experiment_key(e)
+        if is_grades(config, key[0]):
+            out.append((*key, "none"))
+        elif sum(o.startswith("shuffled-") for o in orders_of(config, e)) >= 2:
+            out += [(*key, d) for d in dict.fromkeys(e.get("debias", ["none"])) if debiasing.parse(d).level != "list"]
+    return list(dict.fromkeys(out))
+
+
 def listwise_datasets(config: dict) -> list[str]:
     """Datasets that carry listwise training instances."""
     return [name for name, spec in config["datasets"].items()
@@ -541,6 +556,31 @@ def variant_of(training: dict, model: str) -> str:
     """The training entry a model is one seed of (``training.<name>.seeds``), else the model itself;
     ``training`` is the config's ``training`` block after :func:`expand_seeds`."""
     return training.get(model, {}).get("variant", model)
+
+
+def ocsft_reference(config: dict) -> str | None:
+    """The variant the OC-SFT table tests every other pointwise scorer against: the first training
+    entry whose method has the order-consistency penalty and supervises the anchor (OC-SFT itself)."""
+    for name, run in config.get("training", {}).items():
+        method = methods.get(run["method"])
+        if method.consistency and method.on_lambda_grid:
+            return variant_of(config["training"], name)
+    return None
+
+
+def pointwise_settings(config: dict) -> dict[str, dict]:
+    """Per pointwise training entry (a variant, its seeds counted once): its method, λ (0 without the
+    penalty), views N (1 for single-view methods) and whether it is on OC-SFT's λ grid
+    (:attr:`posbias.methods.TrainingMethod.on_lambda_grid`), as the OC-SFT settings table reads them."""
+    out = {}
+    for name, run in config.get("training", {}).items():
+        method = methods.get(run["method"])
+        if method.pointwise:
+            views = run["hyper"]["views"] if method.views == "anchor+permutations" else 1
+            out[variant_of(config["training"], name)] = {
+                "method": method.name, "lambda": run["hyper"]["consistency"] if method.consistency else 0.0,
+                "views": views, "grid": method.on_lambda_grid}
+    return out
 
 
 def register_trained_models(config: dict) -> None:

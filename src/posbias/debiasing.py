@@ -96,6 +96,11 @@ METHODS: dict[str, DebiasMethod] = {m.name: m for m in (
 )}
 
 
+# The two ways of combining K presentations, by method name: the stability stage forms its K > 1 rows
+# with PermSC@K (a listwise model's reranked shuffles aggregated) or BSC@K (a pointwise scorer's mean).
+AGGREGATE_LISTS = "permsc"
+AVERAGE_SCORES = "bsc"
+
 VARIANT = "[a-z][a-z0-9_-]*"  # a variant name starts with a letter, so it never reads as K
 
 

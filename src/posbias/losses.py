@@ -131,14 +131,16 @@ CONSISTENCY_FORMS = ("variance", "pairwise")
 
 
 def ocsft_terms(view_scores: torch.Tensor, target: torch.Tensor, weight: torch.Tensor | None = None,
-                form: str = "variance") -> tuple[torch.Tensor, torch.Tensor]:
-    """The two terms of :func:`ocsft_loss`: the supervised error of view 0 and the spread over views,
-    ``variance`` (Σ_i mean_d (s_i − s̄)²) or ``pairwise`` (mean over view pairs i < j of mean_d (s_i − s_j)²)."""
+                form: str = "variance", anchor: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+    """The two terms of :func:`ocsft_loss`: the supervised error of view 0 (``anchor=False``: the mean
+    error over all views, the no-anchor ablation) and the spread over views, ``variance``
+    (Σ_i mean_d (s_i − s̄)²) or ``pairwise`` (mean over view pairs i < j of mean_d (s_i − s_j)²)."""
     if view_scores.dim() != 2 or view_scores.shape[1] != target.shape[-1]:
         raise ValueError(f"view_scores must be N x B with B = {target.shape[-1]}, got {tuple(view_scores.shape)}")
     if form not in CONSISTENCY_FORMS:
         raise ValueError(f"consistency form {form!r}: use one of {', '.join(CONSISTENCY_FORMS)}")
-    error = (view_scores[0] - target.to(view_scores.dtype)) ** 2
+    supervised_views = view_scores[:1] if anchor else view_scores
+    error = ((supervised_views - target.to(view_scores.dtype)) ** 2).mean(0)
     supervised = (error * weight.to(error.dtype)).mean() if weight is not None else error.mean()
     n = view_scores.shape[0]
     if form == "pairwise" and n > 1:

@@ -13,8 +13,9 @@ Two families share the trainer:
   and ``lm``; the data is an augmented listwise training set, and ω when ``ips``.
 - ``pointwise`` (the Grades scorer of OC-SFT and its baselines): silver-labelled windows; the
   order-consistency penalty is on for ``consistency``, the slot propensity weights the supervised
-  term for ``ips``, ``views`` says how the collator presents a window (``anchor``: one seeded
-  permutation, the same every epoch; ``anchor+permutations``: it, supervised, plus N − 1 more;
+  term for ``ips``, ``views`` says how the collator presents a window (``anchor``: the anchor
+  view the teacher labelled, a seeded permutation fixed for the run; ``anchor+permutations``: it,
+  supervised, plus N − 1 more;
   ``one_permutation``: a fresh seeded permutation every epoch), ``shuffled_silver`` asks for teacher
   labels over T shuffles.
 """
@@ -42,6 +43,7 @@ class TrainingMethod:
     views: str = "anchor"  # pointwise: how the collator presents each window
     shuffled_silver: bool = False  # pointwise: silver labels over T teacher shuffles
     averaged_targets: bool = False  # pointwise: targets averaged over the teacher's shuffles
+    anchor: bool = True  # pointwise: only view 0 is supervised (False: every view, the no-anchor ablation)
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
@@ -52,6 +54,13 @@ class TrainingMethod:
     @property
     def pointwise(self) -> bool:
         return self.family == "pointwise"
+
+    @property
+    def on_lambda_grid(self) -> bool:
+        """Whether the method is OC-SFT's objective at some λ (the anchor alone supervised, plain
+        targets, no weights): OC-SFT itself, and single order as λ = 0."""
+        return (self.pointwise and self.anchor and self.views != "one_permutation" and not self.ips
+                and not self.averaged_targets)
 
     @property
     def needs_omega(self) -> bool:
@@ -69,6 +78,9 @@ METHODS: dict[str, TrainingMethod] = {m.name: m for m in (
                    rank=True, lm=True, ips=True),
     TrainingMethod("ocsft", "pointwise", "OC-SFT", "OC-SFT: supervised anchor view + order-consistency penalty",
                    consistency=True, views="anchor+permutations"),
+    TrainingMethod("ocsft_no_anchor", "pointwise", "OC-SFT, no anchor",
+                   "ablation: every view supervised + the order-consistency penalty", consistency=True,
+                   views="anchor+permutations", anchor=False),
     TrainingMethod("single_order", "pointwise", "single order", "baseline: the anchor view alone (OC-SFT at λ = 0)"),
     TrainingMethod("order_averaged", "pointwise", "order-averaged", "baseline: targets averaged over T teacher shuffles",
                    shuffled_silver=True, averaged_targets=True),

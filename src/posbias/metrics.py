@@ -96,7 +96,8 @@ def retention_jaccard(canonical_scores: dict[str, dict[str, float]], relevant: d
     per-query set-F1 of {d : score ≥ τ} against ``relevant`` (ties go to the higher threshold; a
     query with neither retained nor relevant documents has F1 = 1). Each query's M presentations
     (``scores_over_perms[q][d][m]``) then give M retained sets; the result's ``jaccard`` is the mean
-    over queries of their mean pairwise Jaccard (two empty sets count as 1), ``f1`` the mean F1 at τ*.
+    over queries of their mean pairwise Jaccard (two empty sets count as 1), ``f1`` the mean F1 at τ*,
+    ``per_query`` each query's mean pairwise Jaccard.
 
     Queries are those of ``canonical_scores`` that also appear in ``scores_over_perms``.
     """
@@ -113,7 +114,7 @@ def retention_jaccard(canonical_scores: dict[str, dict[str, float]], relevant: d
                             for q in queries]))
         if f1 >= best_f1:
             best_tau, best_f1 = float(tau), f1
-    per_query = []
+    per_query: dict[str, float] = {}
     presentations = None
     for q in queries:
         perms = scores_over_perms[q]
@@ -123,7 +124,73 @@ def retention_jaccard(canonical_scores: dict[str, dict[str, float]], relevant: d
         presentations = m.pop()
         retained = [{d for d, v in perms.items() if v[i] >= best_tau} for i in range(presentations)]
         if presentations >= 2:
-            per_query.append(float(np.mean([_jaccard(a, b) for a, b in combinations(retained, 2)])))
+            per_query[q] = float(np.mean([_jaccard(a, b) for a, b in combinations(retained, 2)]))
     return {"threshold": best_tau, "f1": best_f1,
-            "jaccard": float(np.mean(per_query)) if per_query else float("nan"),
-            "queries": len(queries), "presentations": presentations}
+            "jaccard": float(np.mean(list(per_query.values()))) if per_query else float("nan"),
+            "queries": len(queries), "presentations": presentations, "per_query": per_query}
+
+
+def tie_rate(scores: Sequence[float]) -> float:
+    """The share of one list's document pairs whose scores are exactly equal (ties a sort must break
+    by something other than the score: an order-dependent decision)."""
+    values = list(scores)
+    pairs = len(values) * (len(values) - 1) / 2
+    if not pairs:
+        return 0.0
+    counts: dict[float, int] = {}
+    for v in values:
+        counts[v] = counts.get(v, 0) + 1
+    return sum(c * (c - 1) / 2 for c in counts.values()) / pairs
+
+
+def score_dispersion(scores: Sequence[float]) -> float:
+    """The population standard deviation of one list's scores: how far apart a scorer places the
+    documents it must order (near 0: small perturbations reorder them)."""
+    import numpy as np
+
+    return float(np.std(np.asarray(list(scores), dtype=float))) if len(scores) else 0.0
+
+
+def topk_instability(rankings: Sequence[Sequence[str]], k: int = 10) -> float:
+    """1 − the mean pairwise Jaccard of the top-``k`` sets of M ≥ 2 rankings of the same query:
+    0 when every presentation keeps the same top k, 1 when no two share a document."""
+    if len(rankings) < 2:
+        raise ValueError(f"topk_instability needs at least 2 rankings, got {len(rankings)}")
+    tops = [set(r[:k]) for r in rankings]
+    return 1.0 - sum(_jaccard(a, b) for a, b in combinations(tops, 2)) / (len(tops) * (len(tops) - 1) / 2)
+
+
+def pool_psi(scores_by_pool: Sequence[dict[str, float]], kept: Sequence[str]) -> float:
+    """Pool-PSI of one query: τ-PSI (:func:`tau_psi`) of the ``kept`` documents' rankings over M ≥ 2
+    presentations that keep them and replace every other document of the window with another draw
+    from the candidate pool (``scores_by_pool[m][d]``: the score of d in presentation m). It isolates
+    companion effects from a scorer's own noise: an order- and companion-free scorer has Pool-PSI 0."""
+    rankings = [sorted(kept, key=lambda d, s=s: (-s[d], d)) for s in scores_by_pool]
+    return tau_psi(rankings)
+
+
+def variance_decomposition(scores: pl.DataFrame) -> dict[str, float]:
+    """Split the variance of one query's scores over a balanced design of presentations into the
+    document (what the scorer should measure), its companions and their order.
+
+    ``scores`` has columns ``doc_id``, ``pool`` (which companion set the document was shown with),
+    ``order`` (which arrangement of that set) and ``score``, every document seen in the same number
+    of pools and orders. By the law of total variance (population variances):
+
+    - ``document``: the variance over documents of their mean scores;
+    - ``companions`` (companion coupling): the mean over documents of the variance over pools of the
+      (document, pool) mean scores;
+    - ``order`` (the order residual): the mean over (document, pool) of the variance over orders;
+
+    and ``total`` = document + companions + order, the variance of all scores.
+    """
+    cell = scores.group_by("doc_id", "pool", maintain_order=True).agg(
+        pl.col("score").mean().alias("cell"), pl.col("score").var(ddof=0).alias("order"))
+    doc = cell.group_by("doc_id", maintain_order=True).agg(
+        pl.col("cell").mean().alias("mean"), pl.col("cell").var(ddof=0).alias("pools"), pl.col("order").mean())
+    if (scores.group_by("doc_id", maintain_order=True).len()["len"].n_unique() != 1
+            or cell.group_by("doc_id", maintain_order=True).len()["len"].n_unique() != 1):
+        raise ValueError("variance_decomposition: every document needs the same number of pools and orders")
+    parts = {"document": float(doc["mean"].var(ddof=0)), "companions": float(doc["pools"].mean()),
+             "order": float(doc["order"].mean())}
+    return {**parts, "total": float(scores["score"].var(ddof=0))}

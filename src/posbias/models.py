@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 import shutil
+from functools import partial
 from pathlib import Path
 
 from posbias.errors import PosbiasError
@@ -150,31 +151,38 @@ def _metaspace_tokenizer(texts: list[str], vocab_size: int):
     return spm
 
 
-def _word_tokenizer(texts: list[str], vocab_size: int):
+def _word_tokenizer(texts: list[str], vocab_size: int, grades: bool = False):
     """A word-level vocabulary (whitespace and punctuation split, so ``[A]`` is ``[`` ``A`` ``]``) of the
-    corpus words plus the compact prompt's words and all identifier letters: one token per word,
-    which is what lets a random-initialised model learn the toy task in CPU-minutes."""
+    corpus words plus the compact prompt's words and all identifier letters (``grades``: the Grades
+    scorer's instruction, numbers and answer skeleton instead): one token per word, which is what lets
+    a random-initialised model learn the toy task in CPU-minutes."""
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
-    from posbias.prompts import IDENTIFIERS, compact_text
+    from posbias.prompts import GRADES_SYSTEM, IDENTIFIERS, compact_text, grades_message
 
     words = Tokenizer(models.WordLevel(unk_token="<unk>"))
     words.pre_tokenizer = pre_tokenizers.Whitespace()
     trainer = trainers.WordLevelTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS, show_progress=False)
-    template = [compact_text("q", list(IDENTIFIERS)) + "[ > ] Answer:"]
+    if grades:
+        n = len(IDENTIFIERS)
+        skeleton = "Grades:" + "".join(f"\n[{i}] Grade: {i % 4}" for i in range(1, n + 1))
+        template = [f"{GRADES_SYSTEM}\n\n{grades_message('q', ['p'] * n)}\n\n{skeleton}"]
+    else:
+        template = [compact_text("q", list(IDENTIFIERS)) + "[ > ] Answer:"]
     words.train_from_iterator(list(texts) + template * 50, trainer=trainer)
     return words
 
 
-TOKENIZERS = {"bpe": _bpe_tokenizer, "metaspace": _metaspace_tokenizer, "word": _word_tokenizer}
+TOKENIZERS = {"bpe": _bpe_tokenizer, "metaspace": _metaspace_tokenizer, "word": _word_tokenizer,
+              "word-grades": partial(_word_tokenizer, grades=True)}
 
 
 def build_tiny_causal_lm(texts: list[str], out_dir: Path, vocab_size: int, hidden: int, layers: int, heads: int,
                          max_length: int, seed: int, tokenizer: str = "bpe") -> None:
     """A random-initialised Llama-architecture causal LM (tied embeddings, FFN 3 × hidden) with a
     tokenizer trained on ``texts``: byte-level BPE (``bpe``, GPT/Qwen-like), SentencePiece-style BPE
-    (``metaspace``, Llama/Mistral-like) or word-level (``word``, for the compact prompt on a small
-    closed vocabulary such as the toy task's)."""
+    (``metaspace``, Llama/Mistral-like) or word-level (``word`` for the compact prompt, ``word-grades``
+    for the Grades prompt, on a small closed vocabulary such as the toy task's)."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 

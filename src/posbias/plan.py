@@ -76,8 +76,8 @@ class RuleOfThumbTokenizer:
         return [str(i) for i in ids]
 
 
-# what the stability stage alone reads of the ocsft section (not the plan)
-_STABILITY_ONLY = ("bsc_k", "presentations", "grid_points")
+# what the stability stages alone read of the ocsft section (not the plan)
+_STABILITY_ONLY = ("bsc_k", "presentations", "grid_points", "dev")
 
 
 def settings(config: dict) -> dict:

@@ -186,12 +186,15 @@ POINTWISE = pa.schema(
         ("targets", pa.list_(pa.float64())),
     ]
 )
-# Decision stability of a pointwise scorer: one row per (method, K) of BSC@K; K = 1 is the plain model.
+# Decision stability of a scorer: one row per K; K = 1 is the plain model (or debiasing method), K > 1 BSC@K
+# (pointwise family) or PermSC@K (listwise family, debias none).
 STABILITY = pa.schema(
     [
         ("model", pa.string()),
         ("dataset", pa.string()),
         ("retriever", pa.string()),
+        ("debias", pa.string()),
+        ("family", pa.string()),
         ("k", pa.int32()),
         ("presentations", pa.int64()),
         ("queries", pa.int64()),
@@ -202,6 +205,27 @@ STABILITY = pa.schema(
         ("threshold", pa.float64()),
         ("f1", pa.float64()),
         ("calls_per_query", pa.float64()),
+        ("tie_rate", pa.float64()),
+        ("dispersion", pa.float64()),
+        ("top10_instability", pa.float64()),
+    ]
+)
+# The same per query (K = 1: the plain scorer; K > 1: BSC@K), for paired tests between methods.
+STABILITY_QUERIES = pa.schema(
+    [
+        ("model", pa.string()),
+        ("dataset", pa.string()),
+        ("retriever", pa.string()),
+        ("debias", pa.string()),
+        ("family", pa.string()),
+        ("k", pa.int32()),
+        ("query_id", pa.string()),
+        ("ndcg10", pa.float64()),
+        ("tau_psi", pa.float64()),
+        ("jaccard", pa.float64()),
+        ("tie_rate", pa.float64()),
+        ("dispersion", pa.float64()),
+        ("top10_instability", pa.float64()),
     ]
 )
 
@@ -225,6 +249,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     "silver": SILVER,
     "pointwise": POINTWISE,
     "stability": STABILITY,
+    "stability_queries": STABILITY_QUERIES,
 }
 
 

@@ -1,13 +1,17 @@
 """Silver labels for OC-SFT: a teacher scores the training queries' first-stage top-``depth``.
 
-View 0 presents the top-``depth`` in first-stage order, cut into contiguous windows of B; views
-1 … T present seeded shuffles of it (the ``shuffled-v`` orders of :mod:`posbias.orders`), re-chunked
-the same way. The teacher is any pointwise scorer (the Grades scorer, by default the student's own
+View 0 is the **anchor**: the top-``depth`` in first-stage order cut into contiguous windows of B,
+each window presented in its own seeded permutation (:func:`anchor_order`, seeded by the config
+seed, the query and the window). It is the view the student is supervised on, so its labels are
+the teacher's scores of exactly that presentation (a position-biased teacher's bias included: what
+a single-order student can learn and OC-SFT's penalty removes). Views 1 … T present seeded
+shuffles of the top-``depth`` (the ``shuffled-v`` orders of :mod:`posbias.orders`), re-chunked the
+same way. The teacher is any pointwise scorer (the Grades scorer, by default the student's own
 base model, i.e. self-distillation; or the simulated grader) or ``qrels`` (grade / 3, the embedded
 demo's teacher, order-free by construction).
 
 From the silver table the trainer takes:
-- :func:`instances`: the canonical windows with their targets: the view-0 score (``single_order``,
+- :func:`instances`: the anchor windows (documents in anchor order) with their targets: the view-0 score (``single_order``,
   ``ocsft``, ``perm_aug``, ``debiasfirst_pointwise``) or the mean over the T shuffles
   (``order_averaged``: T × the teacher cost).
 - :func:`slot_propensity`: π(slot) = mean shuffled-view score at that slot / mean shuffled-view
@@ -22,18 +26,34 @@ import polars as pl
 
 from posbias import orders
 from posbias.data.collection import passage_texts
+from posbias.permute import derive_seed, fisher_yates
 from posbias.rerank import Candidates, chunks, present_candidates, rerank
 
 QRELS_TEACHER = "qrels"
 
 
+def anchor_order(n: int, seed: int, query_id: str, window: int) -> list[int]:
+    """The anchor view of one window: a seeded permutation of its ``n`` first-stage slots (entry p is
+    the first-stage index shown in slot p)."""
+    return fisher_yates(list(range(n)), derive_seed(seed, "ocsft-anchor", query_id, window))
+
+
+def anchored(c: Candidates, window: int, seed: int) -> Candidates:
+    """``c`` with every contiguous window of ``window`` documents put in its anchor order."""
+    docs: list[str] = []
+    for w, (start, end) in enumerate(chunks(len(c.doc_ids), window)):
+        part = c.doc_ids[start:end]
+        docs += [part[i] for i in anchor_order(len(part), seed, c.query_id, w)]
+    return Candidates(c.query_id, c.query, docs, c.texts, c.key)
+
+
 def _views(first_stage: pl.DataFrame, queries: pl.DataFrame, corpus: pl.DataFrame, grades: dict, seed: int,
-           depth: int, shuffles: int, max_queries: int | None) -> list[tuple[int, list[Candidates]]]:
+           depth: int, window: int, shuffles: int, max_queries: int | None) -> list[tuple[int, list[Candidates]]]:
     out = []
     for view in range(shuffles + 1):
         order = orders.parse("original" if view == 0 else f"shuffled-{view - 1}")
         shown = present_candidates(first_stage, queries, corpus, grades, order, seed, depth, 1, depth, max_queries)
-        out.append((view, shown.lists))
+        out.append((view, [anchored(c, window, seed) for c in shown.lists] if view == 0 else shown.lists))
     return out
 
 
@@ -45,7 +65,7 @@ def silver_labels(teacher, first_stage: pl.DataFrame, queries: pl.DataFrame, cor
     (``batch_size``: windows per model batch; unused by the qrels teacher)."""
     rows: dict[str, list] = {k: [] for k in ("query_id", "doc_id", "view", "window", "slot", "score")}
     costs = []
-    for view, lists in _views(first_stage, queries, corpus, grades, seed, depth, shuffles, max_queries):
+    for view, lists in _views(first_stage, queries, corpus, grades, seed, depth, window, shuffles, max_queries):
         if teacher == QRELS_TEACHER:
             for c in lists:
                 for w, (start, end) in enumerate(chunks(len(c.doc_ids), window)):
@@ -78,12 +98,12 @@ def silver_labels(teacher, first_stage: pl.DataFrame, queries: pl.DataFrame, cor
 
 
 def instances(silver: pl.DataFrame, queries: pl.DataFrame, corpus: pl.DataFrame, averaged: bool) -> pl.DataFrame:
-    """The canonical (view 0) windows with their targets (schema POINTWISE).
+    """The anchor (view 0) windows, documents in anchor order, with their targets (schema POINTWISE).
 
     ``averaged``: the target of a document is its mean score over the shuffled views (1 … T) instead
     of its view-0 score; it needs T ≥ 1.
     """
-    canonical = silver.filter(pl.col("view") == 0).sort("query_id", "window", "slot")
+    canonical = silver.filter(pl.col("view") == 0).sort("query_id", "window", "slot")  # the anchor order
     if averaged:
         shuffled = silver.filter(pl.col("view") > 0)
         if shuffled.height == 0:
@@ -120,3 +140,22 @@ def slot_weights(propensity: np.ndarray, clip: float | None) -> np.ndarray:
     if clip is not None:
         w = np.minimum(w, clip)
     return w / w.mean()
+
+
+def label_consistency(silver: pl.DataFrame) -> dict[str, float]:
+    """Silver-β: how order-consistent the teacher's own labels are over its T + 1 views of each query's
+    top-depth (the anchor and T shuffles): ``tau_psi``, the mean per-query τ-PSI of the rankings its
+    scores give (:func:`posbias.metrics.tau_psi`), and ``label_sd``, the mean over documents of the
+    sd of a document's score over the views. A student trained on these labels inherits this much
+    order dependence; NaN without shuffles (T = 0)."""
+    from posbias import metrics
+
+    if silver.filter(pl.col("view") > 0).height == 0:
+        return {"tau_psi": float("nan"), "label_sd": float("nan")}
+    psi = []
+    for _, part in silver.group_by("query_id", maintain_order=True):
+        views = part.partition_by("view", maintain_order=True)
+        psi.append(metrics.tau_psi([v.sort(["score", "doc_id"], descending=[True, False])["doc_id"].to_list()
+                                    for v in views]))
+    sd = silver.group_by("query_id", "doc_id", maintain_order=True).agg(pl.col("score").std(ddof=0))["score"]
+    return {"tau_psi": float(np.mean(psi)), "label_sd": float(sd.mean())}

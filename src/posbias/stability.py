@@ -12,7 +12,12 @@ K × M shuffled runs give every K its full M presentations. For each K:
 - ``tau_psi``: mean per-query τ-PSI over the presentations' rankings (:func:`posbias.metrics.tau_psi`);
 - ``jaccard`` / ``threshold`` / ``f1``: :func:`posbias.metrics.retention_jaccard` with τ* chosen on
   the canonical scores;
-- ``calls_per_query``: K × the model calls per query of one presentation.
+- ``calls_per_query``: K × the model calls per query of one presentation;
+- the diagnostics, means over queries of each query's mean over presentations: ``tie_rate``
+  (exactly tied score pairs), ``dispersion`` (score sd) and ``top10_instability`` (1 − mean pairwise
+  Jaccard of the top-10 sets; :mod:`posbias.metrics`).
+
+The per-query values (STABILITY_QUERIES) feed the paired tests of the OC-SFT table.
 
 Stability needs at least two presentations; with fewer the row's stability columns are NaN.
 """
@@ -23,8 +28,10 @@ import math
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
 
-from posbias import metrics
+from posbias import metrics, schemas
+from posbias.debiasing import AGGREGATE_LISTS, AVERAGE_SCORES
 from posbias.runs import canonical
 
 
@@ -48,47 +55,85 @@ def bsc_presentations(shuffled: list[dict[str, dict[str, float]]], k: int,
     return out
 
 
+def permsc_presentations(shuffled_runs: list[pl.DataFrame], k: int, aggregation: str,
+                         limit: int | None = None) -> list[dict[str, dict[str, float]]]:
+    """PermSC@K's presentations: each disjoint group of ``k`` consecutive reranked shuffled lists
+    aggregated into one central ranking (:func:`posbias.permsc.aggregate_runs`, rank-derived scores);
+    at most ``limit`` groups."""
+    from posbias.permsc import aggregate_runs
+
+    groups = len(shuffled_runs) // k
+    return [scores_by_query(aggregate_runs(shuffled_runs[g * k:(g + 1) * k], aggregation))
+            for g in range(min(groups, limit) if limit else groups)]
+
+
 def _run(scores: dict[str, dict[str, float]]) -> pl.DataFrame:
     rows = [(q, d, s) for q, docs in scores.items() for d, s in docs.items()]
     return canonical(pl.DataFrame(rows, schema={"query_id": pl.String, "doc_id": pl.String, "score": pl.Float64},
                                   orient="row"))
 
 
-def _ndcg10(scores: dict[str, dict[str, float]], qrels: pl.DataFrame) -> float:
+def _ndcg10_by_query(scores: dict[str, dict[str, float]], qrels: pl.DataFrame) -> dict[str, float]:
     judged = qrels.filter(pl.col("query_id").is_in(list(scores)))
     per_query = metrics.evaluate(_run(scores), judged, ["nDCG@10"], "m", "d")
-    return float(per_query["value"].mean())
+    return dict(per_query.select("query_id", "value").iter_rows())
+
+
+def _ndcg10(scores: dict[str, dict[str, float]], qrels: pl.DataFrame) -> float:
+    return float(np.mean(list(_ndcg10_by_query(scores, qrels).values())))
+
+
+QUERY_COLUMNS = ("ndcg10", "tau_psi", "jaccard", "tie_rate", "dispersion", "top10_instability")
 
 
 def stability_table(canonical_run: pl.DataFrame, shuffled_runs: list[pl.DataFrame], qrels: pl.DataFrame,
                     relevant_grade: int, ks: list[int], keys: dict[str, str], calls_per_query: float,
-                    grid_points: int = 41, presentations: int | None = 10) -> pl.DataFrame:
-    """One STABILITY row per K in ``ks`` (K ≤ the number of shuffled runs), each over at most
-    ``presentations`` (M) presentations."""
+                    grid_points: int = 41, presentations: int | None = 10, combine: str | None = AVERAGE_SCORES,
+                    aggregation: str | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(STABILITY: one row per K in ``ks`` (K ≤ the number of shuffled runs), each over at most
+    ``presentations`` (M) presentations; STABILITY_QUERIES: the same per query, for paired tests).
+
+    ``combine`` says how K > 1 presentations are formed: BSC's mean scores (``AVERAGE_SCORES``, a
+    pointwise scorer), PermSC's rank aggregation by ``aggregation`` of a listwise model's reranked
+    lists (``AGGREGATE_LISTS``) or None (K = 1 rows only). ``keys`` names the rows (model, dataset, retriever, debias, family)."""
     canonical = scores_by_query(canonical_run)
     shuffled = [scores_by_query(r) for r in shuffled_runs]
+    if combine not in (AVERAGE_SCORES, AGGREGATE_LISTS, None):
+        raise ValueError(f"combine {combine!r}: use {AVERAGE_SCORES}, {AGGREGATE_LISTS} or None")
     rel = (qrels.filter(pl.col("relevance") >= relevant_grade).group_by("query_id", maintain_order=True)
            .agg(pl.col("doc_id")))
     relevant = {q: set(d) for q, d in rel.iter_rows()}
     base_ndcg = _ndcg10(canonical, qrels)
-    rows = []
-    for k in sorted(k for k in ks if k <= len(shuffled)):
-        shown = bsc_presentations(shuffled, k, presentations)
+    rows, query_rows = [], []
+    for k in sorted(k for k in ks if k <= len(shuffled) and (k == 1 or combine)):
+        shown = (permsc_presentations(shuffled_runs, k, aggregation, presentations)
+                 if combine == AGGREGATE_LISTS and k > 1
+                 else bsc_presentations(shuffled, k, presentations))
         common = sorted(set(canonical).intersection(*(set(p) for p in shown)))
-        psi = jac = tau = f1 = math.nan
+        per_query = {q: dict.fromkeys(QUERY_COLUMNS, math.nan) for q in common}
+        ndcg = [_ndcg10_by_query(p, qrels) for p in shown]
+        for q in common:
+            per_query[q]["ndcg10"] = float(np.mean([n.get(q, 0.0) for n in ndcg]))
+            per_query[q]["tie_rate"] = float(np.mean([metrics.tie_rate(list(p[q].values())) for p in shown]))
+            per_query[q]["dispersion"] = float(np.mean([metrics.score_dispersion(list(p[q].values())) for p in shown]))
+        jac = tau = f1 = math.nan
         if len(shown) >= 2 and common:
-            psi = float(np.mean([metrics.tau_psi([sorted(p[q], key=lambda d, p=p, q=q: (-p[q][d], d))
-                                                  for p in shown]) for q in common]))
+            for q in common:
+                ranked = [sorted(p[q], key=lambda d, p=p, q=q: (-p[q][d], d)) for p in shown]
+                per_query[q]["tau_psi"] = metrics.tau_psi(ranked)
+                per_query[q]["top10_instability"] = metrics.topk_instability(ranked, 10)
             over = {q: {d: [p[q][d] for p in shown] for d in shown[0][q]} for q in common}
             result = metrics.retention_jaccard({q: canonical[q] for q in common}, relevant, over, grid_points)
             jac, tau, f1 = result["jaccard"], result["threshold"], result["f1"]
+            for q, value in result["per_query"].items():
+                per_query[q]["jaccard"] = value
+        means = {c: float(np.mean([v[c] for v in per_query.values()])) if per_query else math.nan
+                 for c in QUERY_COLUMNS if c not in ("ndcg10", "jaccard")}
         rows.append({**keys, "k": k, "presentations": len(shown), "queries": len(common),
                      "ndcg10_canonical": base_ndcg,
                      "ndcg10": float(np.mean([_ndcg10(p, qrels) for p in shown])),
-                     "tau_psi": psi, "jaccard": jac, "threshold": tau, "f1": f1,
+                     **means, "jaccard": jac, "threshold": tau, "f1": f1,
                      "calls_per_query": k * calls_per_query})
-    return pl.DataFrame(rows, schema={"model": pl.String, "dataset": pl.String, "retriever": pl.String,
-                                      "k": pl.Int32, "presentations": pl.Int64, "queries": pl.Int64,
-                                      "ndcg10_canonical": pl.Float64, "ndcg10": pl.Float64, "tau_psi": pl.Float64,
-                                      "jaccard": pl.Float64, "threshold": pl.Float64, "f1": pl.Float64,
-                                      "calls_per_query": pl.Float64})
+        query_rows += [{**keys, "k": k, "query_id": q, **v} for q, v in per_query.items()]
+    return (pl.from_arrow(pa.Table.from_pylist(rows, schema=schemas.STABILITY)),
+            pl.from_arrow(pa.Table.from_pylist(query_rows, schema=schemas.STABILITY_QUERIES)))

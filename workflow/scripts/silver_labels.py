@@ -30,6 +30,7 @@ with logged(sm, "silver_labels") as log:
     schemas.write(cost, sm.output.cost, "cost")
     stats = {"teacher": sm.wildcards.teacher, "shuffles": int(sm.wildcards.shuffles),
              "queries": labels["query_id"].n_unique(), "documents": labels.filter(labels["view"] == 0).height,
-             "teacher_calls": int(cost["calls"].sum()) if cost.height else 0, "wall_seconds": wall}
+             "teacher_calls": int(cost["calls"].sum()) if cost.height else 0, "wall_seconds": wall,
+             "silver_beta": silver.label_consistency(labels) if int(sm.wildcards.shuffles) else None}
     Path(sm.output.stats).write_text(json.dumps(stats, indent=1))
     log.info("silver labels: %s", stats)

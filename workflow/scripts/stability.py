@@ -1,4 +1,4 @@
-"""Quality and decision stability (τ-PSI, retention Jaccard, BSC@K) of one pointwise experiment."""
+"""Quality and decision stability (τ-PSI, retention Jaccard; BSC@K or PermSC@K) of one scorer."""
 
 import polars as pl
 
@@ -9,11 +9,14 @@ sm = snakemake  # noqa: F821
 with logged(sm, "stability") as log:
     runs = dict(zip(sm.params.orders, sm.input.runs))
     costs = pl.concat([schemas.read(p, "cost") for p in sm.input.costs])
-    table = stability.stability_table(
+    table, per_query = stability.stability_table(
         schemas.read(runs["original"], "run"),
         [schemas.read(runs[o], "run") for o in sm.params.orders if o.startswith("shuffled-")],
         schemas.read(sm.input.qrels, "qrels"), sm.params.relevant_grade, sm.params.ocsft["bsc_k"],
-        {"model": sm.wildcards.model, "dataset": sm.wildcards.dataset, "retriever": sm.wildcards.retriever},
-        float(costs["calls"].mean()), sm.params.ocsft["grid_points"], sm.params.ocsft["presentations"])
-    schemas.write(table, sm.output[0], "stability")
+        {"model": sm.wildcards.model, "dataset": sm.wildcards.dataset, "retriever": sm.wildcards.retriever,
+         "debias": sm.wildcards.debias, "family": sm.params.combine["family"]},
+        float(costs["calls"].mean()), sm.params.ocsft["grid_points"], sm.params.ocsft["presentations"],
+        sm.params.combine["combine"], sm.params.combine.get("aggregation"))
+    schemas.write(table, sm.output.table, "stability")
+    schemas.write(per_query, sm.output.queries, "stability_queries")
     log.info("\n%s", table)

@@ -11,7 +11,11 @@ from posbias.paper.bsc_curve import bsc_figure
 sm = snakemake  # noqa: F821
 with logged(sm, "stability_table") as log:
     table = pl.concat([schemas.read(p, "stability") for p in sm.input.tables])
+    per_query = pl.concat([schemas.read(p, "stability_queries") for p in sm.input.queries])
     seconds = {Path(p).stem: float(pl.read_csv(p, separator="\t")["s"][0]) for p in sm.input.train_benchmarks}
-    paper.write(paper.stability(table, seconds), sm.output.table[: -len(".md")], paper.STABILITY_TITLE)
+    paper.write(paper.stability(table, per_query, seconds, sm.params.variants, sm.params.reference, sm.params.dev),
+                sm.output.table[: -len(".md")], paper.STABILITY_TITLE)
+    paper.write(paper.ocsft_settings(table, sm.params.variants, sm.params.settings, sm.params.dev),
+                sm.output.settings[: -len(".md")], paper.OCSFT_SETTINGS_TITLE)
     bsc_figure(table, sm.output.figure, sm.params.references)
     log.info("\n%s", Path(sm.output.table).read_text())

@@ -64,13 +64,14 @@ def grades(spec: ToySpec) -> np.ndarray:
 
 
 def generate(spec: ToySpec, split: str) -> Collection:
-    """The ``test`` or ``train`` split (disjoint queries and passages, both from ``spec.seed``)."""
-    if split not in ("test", "train"):
-        raise ValueError(f"toy task: split {split!r}; use test or train")
+    """The ``test``, ``dev`` or ``train`` split (disjoint queries and passages, all from ``spec.seed``;
+    ``dev`` has as many queries as ``test``: held-out data to choose settings on)."""
+    if split not in ("test", "dev", "train"):
+        raise ValueError(f"toy task: split {split!r}; use test, dev or train")
     rng = np.random.default_rng(derive_seed(spec.seed, "toy", split))
     words = np.array([f"w{i}" for i in range(spec.vocab)])
     keys, fillers = words[: spec.keys], words[spec.keys:]
-    n = spec.n_test_queries if split == "test" else spec.n_train_queries
+    n = spec.n_train_queries if split == "train" else spec.n_test_queries
     doc_ids, texts, qids, qtexts, rq, rd, rel, listwise = [], [], [], [], [], [], [], []
     for j in range(n):
         qid = f"toy-{split}-{j:05d}"

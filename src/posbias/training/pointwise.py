@@ -1,16 +1,18 @@
 """Pointwise training of the batched "Grades:" scorer: OC-SFT and its baselines (same trainer).
 
-Each training example is one canonical window (B documents, silver targets). Per step the collator
-renders N views of it (:class:`GradesCollator`), the model scores every view in one forward pass
+Each training example is one anchor window (B documents in the anchor order the teacher labelled,
+:mod:`posbias.silver`, with their silver targets). Per step the collator renders N views of it (:class:`GradesCollator`), the model scores every view in one forward pass
 (:func:`posbias.scoring.slot_grade_logits`), the scores are aligned back by document and
 :func:`posbias.losses.ocsft_loss` is applied per window:
 
 The methods (:mod:`posbias.methods`) differ in their ``views``, ``consistency`` and ``ips``:
 
-- ``ocsft``: N seeded permutations of the window; the first (the anchor, view 0) is supervised, and
-  the penalty ties all N together; consistency weight λ, warmed up linearly over
-  ``consistency_warmup`` steps; ``consistency_form`` the variance (paper) or pairwise (reference
+- ``ocsft``: the anchor view (view 0, itself a seeded permutation of the first-stage window) and
+  N − 1 further seeded permutations; the anchor is supervised, and the penalty ties all N together;
+  consistency weight λ, warmed up linearly over ``consistency_warmup`` steps; ``consistency_form`` the variance (paper) or pairwise (reference
   code) penalty.
+- ``ocsft_no_anchor``: as ``ocsft`` with every view supervised (the mean error over views): the
+  ablation of the anchor.
 - ``single_order``: the anchor view alone, λ = 0 (so OC-SFT with λ = 0 is exactly single order).
 - ``order_averaged``: as single_order, on targets averaged over T teacher shuffles (data side).
 - ``perm_aug``: one seeded random view per step, no penalty.
@@ -18,10 +20,11 @@ The methods (:mod:`posbias.methods`) differ in their ``views``, ``consistency`` 
   by 1/π(p), π the teacher's slot propensity (:func:`posbias.silver.slot_propensity`), clipped at
   ``ips_clip`` and normalised to mean 1: DebiasFirst's inverse-propensity idea in this setting.
 
-View permutations are seeded from (seed, query id, window, view): a window keeps its views in every
-epoch, as a fixed training set would (``resample_views`` draws them anew each epoch, seeding with the
-epoch too; ``perm_aug``'s one view is always drawn anew: it is augmentation). A resumed run sees the
-same views as an uninterrupted one.
+The anchor is seeded by (config seed, query id, window) in the silver stage; the further views by
+(run seed, query id, window, view): a window keeps its views in every epoch, as a fixed training
+set would (``resample_views`` draws them anew each epoch, seeding with the epoch too; ``perm_aug``'s
+one view is always drawn anew: it is augmentation). A resumed run sees the same views as an
+uninterrupted one.
 """
 
 from __future__ import annotations
@@ -37,8 +40,12 @@ from posbias.scoring import GradesEncoder, grade_scores, slot_grade_logits
 
 def view_orders(method: TrainingMethod, n_docs: int, views: int, seed: int, query_id: str, window: int,
                 epoch: int, resample: bool = False) -> list[list[int]]:
-    """The document order (indices into the canonical window) of every view of one example: the anchor
-    (view 0) and, for ``anchor+permutations``, ``views − 1`` more, each a seeded permutation."""
+    """The document order (indices into the stored window) of every view of one example.
+
+    The stored window is the anchor view (the teacher labelled that presentation,
+    :func:`posbias.silver.anchor_order`), so view 0 is the identity; ``anchor+permutations`` adds
+    ``views − 1`` seeded permutations of it; ``one_permutation`` is one permutation drawn anew
+    every epoch (augmentation)."""
     def shuffled(view: int, by_epoch: bool) -> list[int]:
         parts = (epoch, view) if by_epoch else (view,)
         return fisher_yates(list(range(n_docs)), derive_seed(seed, "ocsft-view", query_id, window, *parts))
@@ -46,7 +53,7 @@ def view_orders(method: TrainingMethod, n_docs: int, views: int, seed: int, quer
     if method.views == "one_permutation":
         return [shuffled(0, by_epoch=True)]
     count = views if method.views == "anchor+permutations" else 1
-    return [shuffled(v, by_epoch=resample) for v in range(count)]
+    return [list(range(n_docs))] + [shuffled(v, by_epoch=resample) for v in range(1, count)]
 
 
 class GradesCollator:
@@ -116,7 +123,7 @@ def pointwise_objective(model, batch: dict, grade_ids, method: TrainingMethod, l
         n = views.shape[1]
         target = batch["targets"][w, :n].to(views.device)
         sup, spr = losses.ocsft_terms(views, target, batch["weights"][w, :n].to(views.device) if weighted else None,
-                                      form)
+                                      form, method.anchor)
         supervised.append(sup)
         spread.append(spr)
     sup, spr = torch.stack(supervised).mean(), torch.stack(spread).mean()
