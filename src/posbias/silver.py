@@ -11,9 +11,9 @@ base model, i.e. self-distillation; or the simulated grader) or ``qrels`` (grade
 demo's teacher, order-free by construction).
 
 From the silver table the trainer takes:
-- :func:`instances`: the anchor windows (documents in anchor order) with their targets: the view-0 score (``single_order``,
-  ``ocsft``, ``perm_aug``, ``debiasfirst_pointwise``) or the mean over the T shuffles
-  (``order_averaged``: T × the teacher cost).
+- :func:`instances`: the anchor windows (documents in anchor order) with their targets: the view-0
+  score (``single_order``, ``ocsft``, ``perm_aug``, ``debiasfirst_pointwise``) or the mean over the
+  T shuffles (``order_averaged``: T × the teacher cost).
 - :func:`slot_propensity`: π(slot) = mean shuffled-view score at that slot / mean shuffled-view
   score. Shuffling makes relevance independent of the slot, so π isolates the teacher's
   multiplicative position effect; ``debiasfirst_pointwise`` weights the supervised term by 1/π.

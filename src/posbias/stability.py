@@ -95,7 +95,8 @@ def stability_table(canonical_run: pl.DataFrame, shuffled_runs: list[pl.DataFram
 
     ``combine`` says how K > 1 presentations are formed: BSC's mean scores (``AVERAGE_SCORES``, a
     pointwise scorer), PermSC's rank aggregation by ``aggregation`` of a listwise model's reranked
-    lists (``AGGREGATE_LISTS``) or None (K = 1 rows only). ``keys`` names the rows (model, dataset, retriever, debias, family)."""
+    lists (``AGGREGATE_LISTS``) or None (K = 1 rows only). ``keys`` names the rows (model, dataset,
+    retriever, debias, family)."""
     canonical = scores_by_query(canonical_run)
     shuffled = [scores_by_query(r) for r in shuffled_runs]
     if combine not in (AVERAGE_SCORES, AGGREGATE_LISTS, None):

@@ -60,7 +60,8 @@ def paired_tests(per_query: pl.DataFrame, variants: dict[str, str], reference: s
                 continue
             both = ref.join(part.filter(pl.col("variant") == variant), on="query_id", suffix="_other").drop_nans()
             for metric in TESTED:
-                p = paired_pvalue(both[metric].to_numpy(), both[f"{metric}_other"].to_numpy()) if both.height else math.nan
+                a, b = both[metric].to_numpy(), both[f"{metric}_other"].to_numpy()
+                p = paired_pvalue(a, b) if both.height else math.nan
                 rows.append({"variant": variant, "dataset": dataset, "retriever": retriever, "metric": metric, "p": p})
     tests = pl.DataFrame(rows, schema={k: v for k, v in schema.items() if k != "p_holm"})
     adjusted = []
@@ -96,7 +97,8 @@ def stability(table: pl.DataFrame, per_query: pl.DataFrame, train_seconds: dict[
     ordered = pl.concat([means.filter(pl.col("k") == 1), means.filter(pl.col("k") > 1)])
     view_rows = []
     for r in ordered.iter_rows(named=True):
-        row = {"variant": r["variant"], "dataset": f"{r['dataset']} · {r['retriever']}" if r["retriever"] else r["dataset"],
+        name = f"{r['dataset']} · {r['retriever']}" if r["retriever"] else r["dataset"]
+        row = {"variant": r["variant"], "dataset": name,
                "K": str(r["k"]), "seeds": str(r["seeds"]), "queries (M)": f"{r['queries']} ({r['presentations']})"}
         for column, label in SEED_COLUMNS.items():
             mark = "†" if r["k"] == 1 and (r["variant"], r["dataset"], column) in significant else ""
@@ -119,16 +121,16 @@ def stability(table: pl.DataFrame, per_query: pl.DataFrame, train_seconds: dict[
     return Table(data, pl.DataFrame(view_rows), notes)
 
 
-
-def ocsft_settings(table: pl.DataFrame, variants: dict[str, str], settings: dict[str, dict], dev: str | None,
-              test: str | None = None) -> Table:
+def ocsft_settings(table: pl.DataFrame, variants: dict[str, str], settings: dict[str, dict],
+                   dev: str | None) -> Table:
     """OC-SFT's settings side by side: each trained pointwise variant's method, λ and views N with its
     held-out (``dev`` dataset, canonical order) and test quality and stability (K = 1, means over
-    seeds). λ is chosen on held-out quality: among the entries on OC-SFT's λ grid with N = 2 (single
-    order as λ = 0; ``settings[v]["grid"]``), the best dev nDCG@10 (ties: the smaller λ) is marked ◀."""
+    seeds) on the first other dataset. λ is chosen on held-out quality: among the entries on OC-SFT's λ
+    grid with N = 2 (single order as λ = 0; ``settings[v]["grid"]``), the best dev nDCG@10 (ties: the
+    smaller λ) is marked ◀."""
     means = seed_means(table.filter(pl.col("k") == 1), variants, {})
     datasets = [d for d in means["dataset"].unique(maintain_order=True).to_list() if d != dev]
-    test = test or (datasets[0] if datasets else None)
+    test = datasets[0] if datasets else None
     at = {(r["variant"], r["dataset"]): r for r in means.iter_rows(named=True)}
     dev_ndcg = {v: at[(v, dev)]["ndcg10_canonical"] for v in settings if (v, dev) in at}
     grid = [v for v, s in settings.items() if v in dev_ndcg and s["grid"] and s["views"] <= 2]
@@ -147,7 +149,8 @@ def ocsft_settings(table: pl.DataFrame, variants: dict[str, str], settings: dict
         "variant": r["variant"] + (" ◀" if r["chosen"] else ""), "method": r["method"], "λ": fmt(r["lambda"], 1),
         "N": str(r["views"]), "seeds": str(r["seeds"]), f"dev nDCG@10 ({dev or '–'})": fmt(r["dev_ndcg10"], 3),
         "nDCG@10 canonical": fmt(r["ndcg10_canonical"], 3), "nDCG@10 shuffled": fmt(r["ndcg10"], 3),
-        "τ-PSI": fmt_sd(r["tau_psi"], r["tau_psi_sd"], 3), "retention Jaccard": fmt_sd(r["jaccard"], r["jaccard_sd"], 3),
+        "τ-PSI": fmt_sd(r["tau_psi"], r["tau_psi_sd"], 3),
+        "retention Jaccard": fmt_sd(r["jaccard"], r["jaccard_sd"], 3),
     } for r in rows])
     notes = (f"Test set {test}; K = 1, means (± sd) over seeds. λ is the consistency weight (0: no penalty), N the "
              "views per window; ocsft_no_anchor supervises every view instead of the anchor alone. ◀: the λ "

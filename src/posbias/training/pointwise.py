@@ -1,7 +1,8 @@
 """Pointwise training of the batched "Grades:" scorer: OC-SFT and its baselines (same trainer).
 
 Each training example is one anchor window (B documents in the anchor order the teacher labelled,
-:mod:`posbias.silver`, with their silver targets). Per step the collator renders N views of it (:class:`GradesCollator`), the model scores every view in one forward pass
+:mod:`posbias.silver`, with their silver targets). Per step the collator renders N views of it
+(:class:`GradesCollator`), the model scores every view in one forward pass
 (:func:`posbias.scoring.slot_grade_logits`), the scores are aligned back by document and
 :func:`posbias.losses.ocsft_loss` is applied per window:
 
@@ -9,8 +10,8 @@ The methods (:mod:`posbias.methods`) differ in their ``views``, ``consistency`` 
 
 - ``ocsft``: the anchor view (view 0, itself a seeded permutation of the first-stage window) and
   N − 1 further seeded permutations; the anchor is supervised, and the penalty ties all N together;
-  consistency weight λ, warmed up linearly over ``consistency_warmup`` steps; ``consistency_form`` the variance (paper) or pairwise (reference
-  code) penalty.
+  consistency weight λ, warmed up linearly over ``consistency_warmup`` steps; ``consistency_form``
+  the variance (paper) or pairwise (reference code) penalty.
 - ``ocsft_no_anchor``: as ``ocsft`` with every view supervised (the mean error over views): the
   ablation of the anchor.
 - ``single_order``: the anchor view alone, λ = 0 (so OC-SFT with λ = 0 is exactly single order).
