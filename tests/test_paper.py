@@ -298,8 +298,10 @@ def test_stability_all_puts_both_families_on_the_queries_every_row_scored():
                                   "tau_psi": [psi + (0.5 if q >= 10 else 0.0) for q in range(n)], "jaccard": 0.9,
                                   "tie_rate": 0.0, "dispersion": 0.1, "top10_instability": 0.2}))
     per_query = pl.concat(rows).with_columns(pl.col("k").cast(pl.Int32))
-    result = paper.stability_all(per_query, {"lw-s1": "lw", "lw-s2": "lw"})
+    single = per_query.filter(pl.col("model") == "pw").with_columns(k=pl.lit(3, pl.Int32), tau_psi=float("nan"))
+    result = paper.stability_all(pl.concat([per_query, single]), {"lw-s1": "lw", "lw-s2": "lw"})
     got = {(r["variant"], r["method"]): r for r in result.data.iter_rows(named=True)}
+    # bsc@3 had one presentation (τ-PSI NaN): no row
     assert set(got) == {("lw", "none"), ("lw", "capcal"), ("lw", "permsc@2"), ("pw", "none"), ("pw", "bsc@2")}
     assert all(r["queries"] == 10 for r in got.values())  # q10-q19 were not scored by the pointwise scorer
     assert got[("lw", "none")]["tau_psi"] == pytest.approx(0.3) and got[("lw", "none")]["seeds"] == 2

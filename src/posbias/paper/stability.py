@@ -171,8 +171,8 @@ def stability_all(per_query: pl.DataFrame, variants: dict[str, str]) -> Table:
     """Listwise and pointwise scorers on the same stability metrics over the same queries: per dataset,
     every (variant, method, K) row averaged over the queries that every row of that dataset scored
     (then mean ± sd over the variant's seeds): nDCG@10 over the shuffled presentations, τ-PSI and
-    retention Jaccard."""
-    q = _variants(per_query, variants)
+    retention Jaccard. Rows with fewer than two presentations (no stability to measure) are left out."""
+    q = _variants(per_query, variants).filter(pl.col("tau_psi").is_not_nan())  # < 2 presentations: no stability
     rows = []
     for (dataset, retriever), part in q.group_by("dataset", "retriever", maintain_order=True):
         groups = part.group_by("model", "debias", "k", maintain_order=True).agg(pl.col("query_id"))
