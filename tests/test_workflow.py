@@ -127,7 +127,11 @@ def test_default_workflow_end_to_end(workdir, shared_data):
     assert (single["consistency_loss"] == 0).all()
     stab = pl.concat([pl.read_parquet(p) for p in (workdir / "results" / "metrics" / "stability").rglob("*.parquet")
                       if not p.name.endswith(".queries.parquet")])
-    assert set(stab["model"]) == {"tiny-ocsft", "tiny-single-order", "sim-grades"}
+    assert set(stab.filter(pl.col("family") == "pointwise")["model"]) == {"tiny-ocsft", "tiny-single-order", "sim-grades"}
+    # every listwise experiment with shuffled orders, per window-level debiasing method (PermSC@K rows on none)
+    assert set(stab.filter(pl.col("family") == "listwise").select("model", "debias").iter_rows()) == {
+        *((m, "none") for m in ("toy-first-s1", "toy-first-s2", "toy-debiasfirst-s1", "toy-debiasfirst-s2")),
+        *(("sim-linear", d) for d in ("none", "capcal", "capcal@exact", "bsc@3"))}
     sim = {r["k"]: r for r in stab.filter(pl.col("model") == "sim-grades").to_dicts()}
     assert sim[1]["presentations"] == 6 and 0.05 < sim[1]["tau_psi"] and sim[1]["jaccard"] < 0.9
     assert sim[3]["jaccard"] > sim[1]["jaccard"]  # BSC over 3 shuffles steadies the retained set
