@@ -210,23 +210,13 @@ STABILITY = pa.schema(
         ("top10_instability", pa.float64()),
     ]
 )
-# The same per query (K = 1: the plain scorer; K > 1: BSC@K), for paired tests between methods.
+# The same per query (K = 1: the plain scorer; K > 1: BSC@K or PermSC@K), for paired tests between
+# methods: STABILITY's keys, the query, and the per-query values.
+STABILITY_QUERY_VALUES = ("ndcg10", "tau_psi", "jaccard", "tie_rate", "dispersion", "top10_instability")
 STABILITY_QUERIES = pa.schema(
-    [
-        ("model", pa.string()),
-        ("dataset", pa.string()),
-        ("retriever", pa.string()),
-        ("debias", pa.string()),
-        ("family", pa.string()),
-        ("k", pa.int32()),
-        ("query_id", pa.string()),
-        ("ndcg10", pa.float64()),
-        ("tau_psi", pa.float64()),
-        ("jaccard", pa.float64()),
-        ("tie_rate", pa.float64()),
-        ("dispersion", pa.float64()),
-        ("top10_instability", pa.float64()),
-    ]
+    [STABILITY.field(n) for n in ("model", "dataset", "retriever", "debias", "family", "k")]
+    + [pa.field("query_id", pa.string())]
+    + [STABILITY.field(n) for n in STABILITY_QUERY_VALUES]
 )
 
 SCHEMAS: dict[str, pa.Schema] = {

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from posbias import orders
+from posbias import metrics, orders
 from posbias.data.collection import passage_texts
 from posbias.permute import derive_seed, fisher_yates
 from posbias.rerank import Candidates, chunks, present_candidates, rerank
@@ -148,8 +148,6 @@ def label_consistency(silver: pl.DataFrame) -> dict[str, float]:
     scores give (:func:`posbias.metrics.tau_psi`), and ``label_sd``, the mean over documents of the
     sd of a document's score over the views. A student trained on these labels inherits this much
     order dependence; NaN without shuffles (T = 0)."""
-    from posbias import metrics
-
     if silver.filter(pl.col("view") > 0).height == 0:
         return {"tau_psi": float("nan"), "label_sd": float("nan")}
     psi = []

@@ -83,7 +83,7 @@ def _ndcg10(scores: dict[str, dict[str, float]], qrels: pl.DataFrame) -> float:
     return float(np.mean(list(_ndcg10_by_query(scores, qrels).values())))
 
 
-QUERY_COLUMNS = ("ndcg10", "tau_psi", "jaccard", "tie_rate", "dispersion", "top10_instability")
+QUERY_COLUMNS = schemas.STABILITY_QUERY_VALUES
 
 
 def stability_table(canonical_run: pl.DataFrame, shuffled_runs: list[pl.DataFrame], qrels: pl.DataFrame,
