@@ -132,7 +132,7 @@ def stability_table(canonical_run: pl.DataFrame, shuffled_runs: list[pl.DataFram
                  for c in QUERY_COLUMNS if c not in ("ndcg10", "jaccard")}
         rows.append({**keys, "k": k, "presentations": len(shown), "queries": len(common),
                      "ndcg10_canonical": base_ndcg,
-                     "ndcg10": float(np.mean([_ndcg10(p, qrels) for p in shown])),
+                     "ndcg10": float(np.mean([np.mean(list(n.values())) for n in ndcg])),
                      **means, "jaccard": jac, "threshold": tau, "f1": f1,
                      "calls_per_query": k * calls_per_query})
         query_rows += [{**keys, "k": k, "query_id": q, **v} for q, v in per_query.items()]
