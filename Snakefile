@@ -57,6 +57,7 @@ localrules:
     augmentation_report,
     stability_table,
     stability_all,
+    decisions_table,
     paper_table,
     paper_figure,
     plan_check,

@@ -5,7 +5,7 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 
 from posbias import config as pbconfig
-from posbias import debiasing, methods, orders, paper
+from posbias import consumers, debiasing, methods, orders, paper
 from posbias import plan as pbplan
 from posbias.models import resolve as resolve_model
 from posbias.provenance import ReportLine
@@ -138,6 +138,13 @@ def batch_of_order(wildcards):
 
 
 POINTWISE_EXPERIMENTS = [key for key in EXPERIMENTS if pbconfig.is_grades(config, key[0])]
+# OC-SFT's Table 1 is passage reranking's; the other consumers' decisions have their own table
+RERANKING_EXPERIMENTS = [
+    key for key in POINTWISE_EXPERIMENTS if pbconfig.consumer_of(config, key[1]) == consumers.PASSAGE_RERANKING
+]
+DECISION_TARGETS = pbconfig.decision_targets(config)
+QA_DATASETS = sorted({d for _, d, _ in DECISION_TARGETS if pbconfig.consumer_of(config, d) == consumers.MULTIDOC_QA})
+READER = config["consumers"]["multidoc_qa"]["reader"]
 STABILITY_TARGETS = pbconfig.stability_targets(config)
 
 
@@ -153,9 +160,11 @@ def stability_orders(wildcards):
     return [o for o in pbconfig.orders_of(config, experiment) if not o.startswith("position-")]
 
 
-def stability_outputs(wildcards, suffix):
+def stability_outputs(wildcards, suffix, debias=None):
+    """The canonical and shuffled runs (or their costs) of one experiment, with the wildcard's debiasing
+    method or ``debias``."""
     prefix = f"results/rerank/{wildcards.model}/{wildcards.dataset}/{wildcards.retriever}"
-    return [f"{prefix}/{order}/{wildcards.debias}.{suffix}" for order in stability_orders(wildcards)]
+    return [f"{prefix}/{order}/{debias or wildcards.debias}.{suffix}" for order in stability_orders(wildcards)]
 
 
 def stability_combine(wildcards):
@@ -168,6 +177,29 @@ def stability_combine(wildcards):
         aggregate = debiasing.AGGREGATE_LISTS
         return {"family": "listwise", "combine": aggregate, **debiasing.options(config["reranking"], f"{aggregate}@1")}
     return {"family": "listwise", "combine": None}
+
+
+def reader_settings():
+    """The QA reader's entry and its path resolved (a models entry, a local folder or an HF id)."""
+    spec = config["readers"][READER]
+    path = resolve_model(spec["path"], config["models"]) if spec["kind"] == "causal_lm" else None
+    return {"spec": pbconfig.canonical(spec), "path": path}
+
+
+def reader_input(wildcards):
+    """The folder the QA reader needs built first, when its `path` names a built models entry."""
+    if pbconfig.consumer_of(config, wildcards.dataset) != consumers.MULTIDOC_QA:
+        return []
+    path = config["readers"][READER].get("path")
+    return reranker_model_input(path) if path in config["models"] else []
+
+
+def qa_inputs(wildcards):
+    """What a QA decisions job reads besides the runs: queries, passages, gold answers (none otherwise)."""
+    if pbconfig.consumer_of(config, wildcards.dataset) != consumers.MULTIDOC_QA:
+        return {}
+    prefix = f"results/data/{wildcards.dataset}"
+    return {part: f"{prefix}/{part}.parquet" for part in ("queries", "corpus", "answers")}
 
 
 def stability_file(target, suffix="parquet"):

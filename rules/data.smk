@@ -49,6 +49,36 @@ rule listwise_set:
         "../workflow/scripts/listwise_set.py"
 
 
+rule answers:
+    # The gold answers of a multi-document QA dataset (posbias.data.answers).
+    input:
+        answers=lambda w: (
+            [config["datasets"][w.dataset]["answers"]] if "answers" in config["datasets"][w.dataset] else []
+        ),
+        corpus="results/data/{dataset}/corpus.parquet",
+        qrels="results/data/{dataset}/qrels.parquet",
+    output:
+        "results/data/{dataset}/answers.parquet",
+    log:
+        "logs/data/{dataset}.answers.log",
+    benchmark:
+        "benchmarks/data/{dataset}.answers.tsv"
+    wildcard_constraints:
+        dataset=alternation(QA_DATASETS or ["__none__"]),
+    conda:
+        "../envs/data.yaml"
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    params:
+        spec=lambda w: pbconfig.canonical(
+            {k: v for k, v in config["datasets"][w.dataset].items() if k in ("source", "id", "answers")}
+        ),
+        irds_home=config["ir_datasets_home"],
+    script:
+        "../workflow/scripts/answers.py"
+
+
 rule data:
     input:
         expand("results/data/{dataset}/{part}.parquet", dataset=DATASETS, part=["corpus", "queries", "qrels"]),

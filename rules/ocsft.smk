@@ -5,7 +5,7 @@
 
 rule silver_labels:
     input:
-        run=f"results/runs/{{dataset}}/{config['ocsft']['retriever']}.parquet",
+        run=lambda w: f"results/runs/{w.dataset}/{pbconfig.silver_retriever(config, w.dataset)}.parquet",
         queries="results/data/{dataset}/queries.parquet",
         corpus="results/data/{dataset}/corpus.parquet",
         qrels="results/data/{dataset}/qrels.parquet",
@@ -27,7 +27,8 @@ rule silver_labels:
         runtime=240,
         gpu=lambda w: model_gpus(w.teacher),
     params:
-        ocsft={k: config["ocsft"].get(k) for k in ("depth", "window", "queries")},
+        ocsft={k: config["ocsft"].get(k) for k in ("depth", "queries")},
+        window=lambda w: pbconfig.silver_window(config, w.dataset),
         model=lambda w: None if w.teacher == "qrels" else model_settings(w.teacher),
         model_path=lambda w: None if w.teacher == "qrels" else reranker_model_path(w.teacher),
         word_budget=lambda w: None if w.teacher == "qrels" else config["reranking"]["word_budget"],
@@ -65,11 +66,75 @@ rule stability:
         "../workflow/scripts/stability.py"
 
 
+rule decisions:
+    # What a consumer decides from one pointwise scorer's scores over M presentations (posbias.consumers).
+    input:
+        unpack(qa_inputs),
+        runs=lambda w: stability_outputs(w, "parquet", "none"),
+        qrels="results/data/{dataset}/qrels.parquet",
+        reader=reader_input,
+    output:
+        table="results/metrics/decisions/{model}/{dataset}/{retriever}.parquet",
+        details="results/metrics/decisions/{model}/{dataset}/{retriever}.details.parquet",
+    log:
+        "logs/metrics/decisions/{model}/{dataset}/{retriever}.log",
+    benchmark:
+        "benchmarks/metrics/decisions/{model}/{dataset}/{retriever}.tsv"
+    conda:
+        "../envs/models.yaml"
+    resources:
+        mem_mb=8000,
+        runtime=120,
+        gpu=lambda w: int(
+            config["device"].startswith("cuda")
+            and pbconfig.consumer_of(config, w.dataset) == consumers.MULTIDOC_QA
+            and config["readers"][READER]["kind"] == "causal_lm"
+        ),
+    params:
+        orders=lambda w: stability_orders(w),
+        consumer=lambda w: pbconfig.consumer_of(config, w.dataset),
+        ocsft={k: config["ocsft"][k] for k in ("grid_points", "presentations")},
+        relevant_grade=config["reranking"]["relevant_grade"],
+        reader=lambda w: reader_settings() if pbconfig.consumer_of(config, w.dataset) == consumers.MULTIDOC_QA else None,
+        word_budget=config["reranking"]["word_budget"],
+        device=config["device"],
+    script:
+        "../workflow/scripts/decisions.py"
+
+
+rule decisions_table:
+    input:
+        tables=["results/metrics/decisions/{}/{}/{}.parquet".format(*key) for key in DECISION_TARGETS],
+    output:
+        table=report(
+            "results/tables/consumers.md",
+            caption="../docs/captions/consumers.rst",
+            category="OC-SFT",
+        ),
+        csv="results/tables/consumers.csv",
+        tex="results/tables/consumers.tex",
+    log:
+        "logs/tables/consumers.log",
+    benchmark:
+        "benchmarks/tables/consumers.tsv"
+    conda:
+        "../envs/eval.yaml"
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        provenance=REPORT_LINE,
+        variants={m: pbconfig.variant_of(config["training"], m) for m, _, _ in DECISION_TARGETS},
+        references=pbconfig.ocsft_variants(config),
+    script:
+        "../workflow/scripts/decisions_table.py"
+
+
 rule stability_table:
     input:
-        tables=[stability_file((*key, "none")) for key in POINTWISE_EXPERIMENTS],
-        queries=[stability_file((*key, "none"), "queries.parquet") for key in POINTWISE_EXPERIMENTS],
-        train_benchmarks=sorted({f"benchmarks/train/{m}.tsv" for m, _, _ in POINTWISE_EXPERIMENTS if m in TRAINED}),
+        tables=[stability_file((*key, "none")) for key in RERANKING_EXPERIMENTS],
+        queries=[stability_file((*key, "none"), "queries.parquet") for key in RERANKING_EXPERIMENTS],
+        train_benchmarks=sorted({f"benchmarks/train/{m}.tsv" for m, _, _ in RERANKING_EXPERIMENTS if m in TRAINED}),
     output:
         table=report(
             "results/tables/stability.md",
@@ -103,7 +168,7 @@ rule stability_table:
     params:
         provenance=REPORT_LINE,
         references=[name for name, run in config["training"].items() if run["method"] == "ocsft"],
-        variants={m: pbconfig.variant_of(config["training"], m) for m, _, _ in POINTWISE_EXPERIMENTS},
+        variants={m: pbconfig.variant_of(config["training"], m) for m, _, _ in RERANKING_EXPERIMENTS},
         reference=pbconfig.ocsft_reference(config),
         settings=pbconfig.pointwise_settings(config),
         dev=config["ocsft"]["dev"],
@@ -140,5 +205,6 @@ rule stability_all:
 
 rule ocsft:
     input:
-        rules.stability_table.output if POINTWISE_EXPERIMENTS else [],
+        rules.stability_table.output if RERANKING_EXPERIMENTS else [],
+        rules.decisions_table.output if DECISION_TARGETS else [],
         rules.stability_all.output if STABILITY_TARGETS else [],

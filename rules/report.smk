@@ -71,7 +71,8 @@ rule report:
         expand("results/tables/{table}.{ext}", table=PAPER_TABLES, ext=["md", "csv", "tex"]) if SUMMARIES else [],
         expand("results/figures/{figure}.{ext}", figure=PAPER_FIGURES, ext=["png", "pdf"]) if SUMMARIES else [],
         # the OC-SFT paper's table and BSC@K figure (rule stability_table, rules/ocsft.smk)
-        rules.stability_table.output if POINTWISE_EXPERIMENTS else [],
+        rules.stability_table.output if RERANKING_EXPERIMENTS else [],
+        rules.decisions_table.output if DECISION_TARGETS else [],
         # listwise and pointwise rerankers on the same stability metrics (rule stability_all)
         rules.stability_all.output if STABILITY_TARGETS else [],
         # the compute plan beside the run (rules/plan.smk)

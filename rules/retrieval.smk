@@ -1,4 +1,5 @@
-# Stage `retrieval`: first-stage runs per dataset x retriever (bm25, dense, splade, rrf, oracle, imported:<name>).
+# Stage `retrieval`: first-stage runs per dataset x retriever (bm25, dense, splade, rrf, oracle, listed,
+# imported:<name>).
 
 
 rule build_tiny_model:
@@ -113,6 +114,32 @@ rule retrieve_oracle:
         seed=config["seed"],
     script:
         "../workflow/scripts/retrieve_oracle.py"
+
+
+rule retrieve_listed:
+    # The candidates a dataset lists with each query, in its order (posbias.retrieval.listed).
+    input:
+        corpus="results/data/{dataset}/corpus.parquet",
+        queries="results/data/{dataset}/queries.parquet",
+        qrels="results/data/{dataset}/qrels.parquet",
+    output:
+        run="results/runs/{dataset}/{retriever}.parquet",
+        trec="results/runs/{dataset}/{retriever}.trec",
+    log:
+        "logs/runs/{dataset}/{retriever}.log",
+    benchmark:
+        "benchmarks/runs/{dataset}/{retriever}.tsv"
+    wildcard_constraints:
+        retriever=alternation(retrievers_of("listed")),
+    conda:
+        "../envs/data.yaml"
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        spec=retriever_spec,
+    script:
+        "../workflow/scripts/retrieve_listed.py"
 
 
 rule import_run:

@@ -235,3 +235,35 @@ def test_rank_llm_training_conversations_become_listwise_instances(tmp_path):
                                                               {"from": "gpt", "value": "[1]"}]}) + "\n")
     with pytest.raises(PosbiasError, match=r"train.jsonl:1: the user turn has no `Search Query:` line"):
         data.load("t", {"source": "listwise", "path": str(path), "format": "rank_llm"}, seed=0)
+
+
+def _ultrafeedback_rows():
+    """Rows in openbmb/UltraFeedback's schema: an instruction and rated completions."""
+    def completion(text, score):
+        return {"model": "m", "response": text, "overall_score": score, "fine-grained_score": 3.0}
+
+    return [
+        {"source": "s", "instruction": "write a haiku", "models": ["m"] * 4,
+         "completions": [completion("a", 7.5), completion("b", 3.0), completion("c", 9.0), completion("d", "N/A")]},
+        {"source": "s", "instruction": "one rated only", "models": ["m"] * 2,
+         "completions": [completion("x", 5.0), completion("y", None)]},
+        {"source": "s", "instruction": "sum 2 and 2", "models": ["m"] * 2,
+         "completions": [completion("4", 10.0), completion("5", 1.0)]},
+    ]
+
+
+def test_hf_response_sets_load_through_datasets_from_a_local_file(tmp_path):
+    """source: hf_responses reads UltraFeedback's schema with datasets.load_dataset (here from a local
+    JSON Lines file, as a cluster without hub access would): a prompt per query, a document per rated
+    response in listed order, the rounded rating as its grade; split slicing selects prompts."""
+    path = tmp_path / "uf.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in _ultrafeedback_rows()))
+    coll = data.load("uf", {"source": "hf_responses", "path": str(path)}, seed=0)
+    assert coll.queries.to_dicts() == [{"query_id": "0", "text": "write a haiku"}, {"query_id": "2", "text": "sum 2 and 2"}]
+    assert coll.corpus["doc_id"].to_list() == ["0-0", "0-1", "0-2", "2-0", "2-1"]  # "d" unrated; prompt 1 has one
+    assert coll.qrels["relevance"].to_list() == [8, 3, 9, 10, 1]  # round(7.5) is 8 (half to even)
+    sliced = data.load("uf", {"source": "hf_responses", "path": str(path), "split": "train[2:]"}, seed=0)
+    assert sliced.queries["text"].to_list() == ["sum 2 and 2"]
+    path.write_text(json.dumps({"prompt": "p", "responses": []}) + "\n")
+    with pytest.raises(PosbiasError, match=r"datasets.uf: the rows have no \['instruction', 'completions'\]"):
+        data.load("uf", {"source": "hf_responses", "path": str(path)}, seed=0)

@@ -61,3 +61,13 @@ def test_an_unknown_prebuilt_index_is_a_one_line_error():
 
     with pytest.raises(PosbiasError, match="'msmarco-v9-passage' is not a pyserini prebuilt index of LuceneSearcher"):
         open_searcher(LuceneSearcher, "msmarco-v9-passage")
+
+
+def test_listed_candidates_keep_the_datasets_order():
+    from posbias.retrieval import listed
+
+    corpus = corpus_frame(["p-2", "p-0", "p-1", "q-0", "x"], ["c", "a", "b", "d", "e"])
+    qrels = pl.DataFrame({"query_id": ["p", "p", "p", "q"], "doc_id": ["p-0", "p-1", "p-2", "q-0"], "relevance": [1, 0, 2, 0]})
+    run, empty = listed.search(corpus, qrels, queries_frame(["p", "q", "r"], ["", "", ""]), depth=2)
+    assert run.filter(pl.col("query_id") == "p")["doc_id"].to_list() == ["p-2", "p-0"]  # corpus order, cut at depth 2
+    assert run.filter(pl.col("query_id") == "q")["doc_id"].to_list() == ["q-0"] and empty == ["r"]

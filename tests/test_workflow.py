@@ -364,8 +364,9 @@ def test_ocsft_lowers_order_dependence_against_single_order_on_the_toy(workdir):
     """config/examples/ocsft-toy.yaml: a slot-biased teacher labels each training window's anchor view;
     over two seeds each, single order learns the slot effect and OC-SFT does not: lower τ-PSI, higher
     retention Jaccard, quality at least as high; all four baselines train and are evaluated; λ is
-    chosen on the held-out split; N = 2, 4, 8 and the no-anchor ablation run."""
-    out = snakemake(workdir, "--cores", "2", configfile=REPO / "config" / "examples" / "ocsft-toy.yaml")
+    chosen on the held-out split; N = 2, 4, 8 and the no-anchor ablation run. On the other two consumers
+    (multi-document QA with a simulated reader, response ranking) OC-SFT's decisions flip less."""
+    out = snakemake(workdir, "--cores", "2", configfile=REPO / "config" / "examples" / "ocsft-toy.yaml", timeout=2400)
     assert out.returncode == 0, out.stderr[-4000:]
     tables = workdir / "results" / "tables"
     data = pl.read_csv(tables / "stability.csv").filter((pl.col("k") == 1) & (pl.col("dataset") == "toy"))
@@ -386,6 +387,17 @@ def test_ocsft_lowers_order_dependence_against_single_order_on_the_toy(workdir):
     assert {(r["method"], r["lambda"], r["views"]) for r in settings.iter_rows(named=True)} >= {
         ("ocsft", 1.0, 2), ("ocsft", 5.0, 2), ("ocsft", 20.0, 2), ("ocsft", 5.0, 4), ("ocsft", 5.0, 8),
         ("ocsft_no_anchor", 5.0, 2), ("single_order", 0.0, 1)}
+    # the other consumers, each variant trained on its windows (B = 10, λ = 3; B = 4, λ = 1), two seeds
+    decisions = {(r["dataset"], r["variant"]): r for r in pl.read_csv(tables / "consumers.csv").iter_rows(named=True)}
+    qa, qa_single = decisions["toy-qa", "toy-qa-ocsft"], decisions["toy-qa", "toy-qa-single-order"]
+    # measured: accuracy 1.000 vs 0.754 ± 0.025, answer flip 0.000 vs 0.398 ± 0.064
+    assert qa["seeds"] == qa_single["seeds"] == 2
+    assert qa["quality"] > qa_single["quality"] + 0.1 and qa["flip"] + 0.1 < qa_single["flip"], (qa, qa_single)
+    assert qa_single["p_holm_flip"] < 0.05 and qa["retained"] >= 1
+    rr, rr_single = decisions["toy-responses", "toy-responses-ocsft"], decisions["toy-responses", "toy-responses-single-order"]
+    # measured: pair flip 0.126 ± 0.003 vs 0.215 ± 0.009, nDCG@1 0.937 vs 0.868
+    assert rr["flip"] + 2 * max(rr["flip_sd"], rr_single["flip_sd"]) < rr_single["flip"], (rr, rr_single)
+    assert rr["quality"] >= rr_single["quality"] and rr_single["p_holm_flip"] < 0.05, (rr, rr_single)
 
 
 @pytest.mark.parametrize(
@@ -468,10 +480,14 @@ def test_capcal_paper_preset_plans_the_whole_dag(workdir, preset_plans):
 def test_ocsft_paper_preset_plans_the_whole_dag(workdir, preset_plans):
     counts = _planned(workdir, "ocsft")
     assert _plan_jobs(preset_plans, "ocsft") == {k: counts[k] for k in ("rerank", "silver_labels", "train")}
-    assert counts["train"] == 5  # ocsft and its four baselines
-    assert counts["silver_labels"] == 2  # self-distilled: first-stage order, and 10 shuffles for two baselines
-    assert counts["stability"] == 12 and counts["stability_table"] == 1
-    assert counts["rerank_order"] == 12 * (1 + 100 + 20)
+    assert counts["train"] == 3 * 5  # ocsft and its four baselines for each of the three consumers
+    # self-distilled on MS MARCO, NQ and UltraFeedback: first-stage order, and 10 shuffles for two baselines
+    assert counts["silver_labels"] == 3 * 2
+    assert counts["stability"] == 24 and counts["stability_table"] == 1
+    # passage reranking: 12 experiments with 20 position orders; QA and response ranking: 12 over shuffles
+    assert counts["rerank_order"] == 12 * (1 + 100 + 20) + 12 * (1 + 100)
     # per experiment, one model load per 25 orders: 101 original and shuffled orders in 5, 20 positions in 1
-    assert counts["rerank"] == 12 * (5 + 1)
+    assert counts["rerank"] == 12 * (5 + 1) + 12 * 5
+    assert counts["decisions"] == 12 and counts["decisions_table"] == 1 and counts["answers"] == 1
+    assert counts["retrieve"] == 2 and counts["retrieve_listed"] == 2  # prebuilt BM25 on NQ, UltraFeedback's lists
     assert counts["paper_table"] == 6 and counts["paper_figure"] == 3

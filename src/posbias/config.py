@@ -12,7 +12,7 @@ import difflib
 import functools
 from pathlib import Path
 
-from posbias import debiasing, methods, orders
+from posbias import consumers, debiasing, methods, orders
 from posbias.errors import PosbiasError
 from posbias.textfiles import require_file
 
@@ -174,10 +174,11 @@ def check_grid(config: dict) -> None:
             raise ValueError(f"config: models.{model} needs a `path` or `build: tiny` (used by retrievers.{name})")
 
 
-_FILE_KEYS = ("path", "topics", "qrels", "corpus")
+_FILE_KEYS = ("path", "topics", "qrels", "corpus", "answers")
 # What a dataset entry says about other stages (which retrievers run on it, their prebuilt indexes,
-# whether it may be skipped): not read by the data stage, so editing them reruns no data job.
-_NOT_DATA_KEYS = ("retrievers", "prebuilt", "optional")
+# whether it may be skipped, which consumer reads its scores and the gold answers, read by the
+# `answers` job): not read by the data stage, so editing them reruns no data job.
+_NOT_DATA_KEYS = ("retrievers", "prebuilt", "optional", "consumer", "answers")
 
 
 def named_files(spec: dict) -> list[tuple[str, str, str]]:
@@ -187,14 +188,15 @@ def named_files(spec: dict) -> list[tuple[str, str, str]]:
         root = Path(spec["path"])
         return [("path", "corpus", str(root / "corpus.jsonl")), ("path", "queries", str(root / "queries.jsonl")),
                 ("path", "qrels", str(root / "qrels" / f"{spec['split']}.tsv"))]
-    whats = {"path": spec["source"], "topics": "topics", "qrels": "qrels", "corpus": "corpus"}
+    whats = {"path": spec["source"], "topics": "topics", "qrels": "qrels", "corpus": "corpus", "answers": "answers"}
     return ([(k, whats[k], spec[k]) for k in _FILE_KEYS if k in spec]
             + [(f"runs.{name}", "run", r["path"]) for name, r in spec.get("runs", {}).items()])
 
 
 def dataset_files(spec: dict) -> list[str]:
-    """The local files a dataset entry names (:func:`named_files`): the inputs of its data jobs."""
-    return [path for _, _, path in named_files(spec)]
+    """The local files a dataset entry names (:func:`named_files`) but its gold answers: the inputs of
+    its data jobs (the answers are the ``answers`` job's)."""
+    return [path for key, _, path in named_files(spec) if key != "answers"]
 
 
 def check_files(config: dict) -> None:
@@ -311,12 +313,15 @@ def drop_unavailable(config: dict) -> list[str]:
 
 
 def orders_of(config: dict, experiment: dict) -> list[str]:
-    """The evaluation orders of one reranking experiment."""
+    """The evaluation orders of one reranking experiment: its ``orders``, else the original order, the
+    shuffles and the position orders (these only for passage reranking: the other consumers' decisions
+    are measured over shuffles, and a response set has fewer candidates than positions)."""
     if "orders" in experiment:
         return list(experiment["orders"])
     rr = config["reranking"]
+    positions = rr["positions"] if consumer_of(config, experiment["dataset"]) == consumers.PASSAGE_RERANKING else 0
     return (["original"] + [f"shuffled-{s}" for s in range(rr["shuffles"])]
-            + [f"position-{p}" for p in range(1, rr["positions"] + 1)])
+            + [f"position-{p}" for p in range(1, positions + 1)])
 
 
 def experiment_key(experiment: dict) -> tuple[str, str, str]:
@@ -351,7 +356,59 @@ def rerank_settings(config: dict, model: str, dataset: str, retriever: str, debi
         out |= {"relevant_grade": rr["relevant_grade"], "position_k": rr["position_k"]}
     if config["models"][model]["kind"] == "causal_lm":
         out["word_budget"] = rr["word_budget"]
+    if is_grades(config, model) and consumer_window(config, dataset):
+        out["grade_window"] = consumer_window(config, dataset)
     return canonical(out)
+
+
+def consumer_of(config: dict, dataset: str) -> str:
+    """The consumer that reads pointwise scores on ``dataset`` (:mod:`posbias.consumers`)."""
+    return config["datasets"][dataset].get("consumer", consumers.PASSAGE_RERANKING)
+
+
+def consumer_window(config: dict, dataset: str) -> int | None:
+    """The Grades window B of ``dataset``'s consumer, None for passage reranking (whose B is the
+    model's ``grade_window`` when scoring and ``ocsft.window`` when silver-labelling)."""
+    consumer = consumer_of(config, dataset)
+    return None if consumer == consumers.PASSAGE_RERANKING else config["consumers"][consumer]["window"]
+
+
+def silver_retriever(config: dict, dataset: str) -> str:
+    """The first-stage run whose top-depth the teacher scores on ``dataset``: ``ocsft.retriever``, or
+    its entry for the dataset when it maps datasets to retrievers."""
+    choice = config["ocsft"]["retriever"]
+    if isinstance(choice, str):
+        return choice
+    if dataset not in choice:
+        raise ValueError(f"config: ocsft.retriever names no retriever for dataset {dataset!r}; add `{dataset}: "
+                         f"<retriever>` (it has {dataset_retrievers(config, dataset)})")
+    return choice[dataset]
+
+
+def silver_window(config: dict, dataset: str) -> int:
+    """Documents per teacher prompt when silver-labelling ``dataset``: its consumer's B, else ``ocsft.window``."""
+    return consumer_window(config, dataset) or config["ocsft"]["window"]
+
+
+def decision_targets(config: dict) -> list[tuple[str, str, str]]:
+    """Every pointwise experiment whose dataset's consumer takes decisions (the ``decisions`` rule)."""
+    return [experiment_key(e) for e in config["reranking"]["experiments"]
+            if is_grades(config, e["model"]) and consumer_of(config, e["dataset"]) in consumers.with_decisions()]
+
+
+def check_consumers(config: dict) -> None:
+    """A multi-document QA experiment needs a reader and gold answers; ValueError with one line."""
+    for model, dataset, _ in decision_targets(config):
+        spec = config["datasets"][dataset]
+        if consumer_of(config, dataset) != consumers.MULTIDOC_QA:
+            continue
+        reader = config["consumers"]["multidoc_qa"]["reader"]
+        if reader not in config.get("readers", {}):
+            raise ValueError(f"config: consumers.multidoc_qa.reader {reader!r} is not a readers entry, but "
+                             f"{model} is evaluated on the multidoc_qa dataset {dataset}; add the reader")
+        if "answers" not in spec and spec["source"] not in ("irds", "toy"):
+            raise ValueError(f"config: datasets.{dataset} is a multidoc_qa dataset without gold answers; give it "
+                             "an `answers` file (JSON Lines of {query_id, answers})")
 
 
 def rerank_batches(config: dict) -> dict[tuple[str, str, str, str, str], list[str]]:
@@ -558,14 +615,18 @@ def variant_of(training: dict, model: str) -> str:
     return training.get(model, {}).get("variant", model)
 
 
+def ocsft_variants(config: dict) -> list[str]:
+    """The OC-SFT variants (training entries whose method has the order-consistency penalty and
+    supervises the anchor), in config order, each seeded entry once."""
+    out = [variant_of(config["training"], name) for name, run in config.get("training", {}).items()
+           if methods.get(run["method"]).consistency and methods.get(run["method"]).on_lambda_grid]
+    return list(dict.fromkeys(out))
+
+
 def ocsft_reference(config: dict) -> str | None:
-    """The variant the OC-SFT table tests every other pointwise scorer against: the first training
-    entry whose method has the order-consistency penalty and supervises the anchor (OC-SFT itself)."""
-    for name, run in config.get("training", {}).items():
-        method = methods.get(run["method"])
-        if method.consistency and method.on_lambda_grid:
-            return variant_of(config["training"], name)
-    return None
+    """The variant the OC-SFT table tests every other pointwise scorer against: the first OC-SFT
+    variant (:func:`ocsft_variants`)."""
+    return next(iter(ocsft_variants(config)), None)
 
 
 def pointwise_settings(config: dict) -> dict[str, dict]:
@@ -618,8 +679,9 @@ def _register(config: dict, name: str, run: dict) -> None:
             raise ValueError(f"{where}: silver-label teacher {teacher!r} is neither 'qrels' nor a models entry in mode grades")
         if run["data"] not in config["datasets"]:
             raise ValueError(f"{where}.data {run['data']!r} is not a datasets entry")
-        if config["ocsft"]["retriever"] not in dataset_retrievers(config, run["data"]):
-            raise ValueError(f"{where}: ocsft.retriever {config['ocsft']['retriever']!r} is not run on {run['data']!r}")
+        if silver_retriever(config, run["data"]) not in dataset_retrievers(config, run["data"]):
+            raise ValueError(f"{where}: ocsft.retriever {silver_retriever(config, run['data'])!r} is not run on "
+                             f"{run['data']!r}")
     elif base.get("identifiers", "letters") != "letters":
         raise ValueError(f"{where}.base_model {run['base_model']!r} uses {base['identifiers']} identifiers; listwise "
                          "training reads one letter token per passage ([A] … [T]): set its identifiers to letters")
@@ -659,6 +721,7 @@ def prepare(config: dict, files: bool = True) -> list[str]:
     expand_seeds(config)
     register_trained_models(config)
     check_experiments(config)
+    check_consumers(config)
     return dropped
 
 

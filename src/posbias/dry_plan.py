@@ -46,7 +46,9 @@ class StandIns:
     plan row to the dataset's real number of queries.
 
     ``table`` (docs/plan/standins.yaml) gives the mean passage and query words per collection and the
-    query counts of files the user provides; ir_datasets ids take their query counts from
+    query counts of files the user provides and of HF datasets (``hf``, by id and split, with the
+    candidates each query lists); ir_datasets
+    ids take their query counts from
     ir_datasets' metadata (offline). Every count the plan derives from stand-ins is an estimate: each
     query is taken to have the full depth of candidates and a relevant passage in its top
     ``position_k`` (so every position order applies).
@@ -55,18 +57,26 @@ class StandIns:
     def __init__(self, config: dict, table: dict, root: Path, depth: int = 100):
         self.queries: dict[str, int] = {}
         for name, spec in config["datasets"].items():
-            n, words = self._size(name, spec, table)
+            n, words, candidates = self._size(name, spec, table)
             self.queries[name] = n
-            self._write(root, name, spec, config, words, depth)
+            self._write(root, name, spec, config, words, min(depth, candidates or depth))
 
     @staticmethod
-    def _size(name: str, spec: dict, table: dict) -> tuple[int, dict]:
+    def _size(name: str, spec: dict, table: dict) -> tuple[int, dict, int | None]:
+        """(queries, mean words, candidates per query where the dataset lists a fixed number)."""
+        candidates = None
         if spec["source"] == "irds":
             import ir_datasets
 
             n = ir_datasets.load(spec["id"]).queries_count()
             n = min(n, spec["sample_queries"]) if spec.get("sample_queries") else n
             collection = next((c for c in table["words"] if spec["id"].startswith(c)), None)
+        elif spec["source"] == "hf_responses" and not spec.get("path"):
+            entry = table.get("hf", {}).get(f"{spec['id']} {spec['split']}")
+            if entry is None:
+                raise PosbiasError(f"docs/plan/standins.yaml: no query count for datasets.{name} ({spec['id']} "
+                                   f"{spec['split']}); add it under `hf`")
+            n, collection, candidates = entry["queries"], entry["words"], entry.get("candidates")
         else:
             paths = pbconfig.dataset_files(spec)
             entry = next((table["files"][p] for p in paths if p in table["files"]), None)
@@ -77,7 +87,7 @@ class StandIns:
         if collection not in table["words"]:
             raise PosbiasError(f"docs/plan/standins.yaml: no mean lengths for datasets.{name}; add its collection "
                                "under `words`")
-        return n, table["words"][collection]
+        return n, table["words"][collection], candidates
 
     @staticmethod
     def _write(root: Path, name: str, spec: dict, config: dict, words: dict, depth: int) -> None:

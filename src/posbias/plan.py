@@ -41,7 +41,7 @@ from posbias import debiasing, methods, orders, propensity, rerankers, schemas, 
 from posbias.data.collection import grades_by_query, passage_texts
 from posbias.errors import PosbiasError
 from posbias.models import resolve
-from posbias.rerank import Experiment, present_candidates, rerank, rerank_order
+from posbias.rerank import Experiment, present_candidates, rerank, rerank_order, window_of
 from posbias.rerankers import Window
 
 FAMILIES = ("rerank", "propensity_rerank", "silver_labels", "train")
@@ -144,7 +144,7 @@ def inputs(config: dict) -> list[str]:
     for name, run in config.get("training", {}).items():
         models.add(run["base_model"])
         if methods.get(run["method"]).pointwise:
-            data(run["data"], config["ocsft"]["retriever"])
+            data(run["data"], pbconfig.silver_retriever(config, run["data"]))
             teacher = pbconfig.silver_teacher(config, run)
             if teacher != silver.QRELS_TEACHER:
                 models.add(teacher)
@@ -209,7 +209,7 @@ def plan_rerank(config: dict, root: Path, scale=_unit) -> list[dict]:
                                              config["models"][m]["batch_size"])
             # a window after the first holds what the model promoted: its tokens are exact only if the
             # model reads none (simulated) or every list fits one window
-            one_window = base.pointwise or all(len(c.doc_ids) <= (base.window or settings["window"])
+            one_window = base.pointwise or all(len(c.doc_ids) <= window_of(base, settings)
                                                for c in shown.lists)
             reads_tokens = config["models"][m]["kind"] == "causal_lm"
             out.append(_row("rerank", m, d, r, debias, name, f"{d}/{r}/{debias}.{part}", len(shown.lists), cost,
@@ -246,12 +246,13 @@ def plan_silver(config: dict, root: Path, scale=_unit) -> list[dict]:
         if teacher == silver.QRELS_TEACHER or (run["data"], teacher, shuffles) in seen:
             continue
         seen.add((run["data"], teacher, shuffles))
-        exp = data.experiment(run["data"], oc["retriever"])
+        exp = data.experiment(run["data"], pbconfig.silver_retriever(config, run["data"]))
         reranker, exact = counting_reranker(config, teacher, exp.grades, config["reranking"]["word_budget"], root)
         _, cost = silver.silver_labels(reranker, exp.first_stage, exp.queries, exp.corpus, exp.grades, config["seed"],
-                                       oc["depth"], oc["window"], shuffles, oc.get("queries"),
+                                       oc["depth"], pbconfig.silver_window(config, run["data"]), shuffles, oc.get("queries"),
                                        config["models"][teacher]["batch_size"])
-        out.append(_row("silver_labels", teacher, run["data"], oc["retriever"], "none", f"t{shuffles}",
+        out.append(_row("silver_labels", teacher, run["data"], pbconfig.silver_retriever(config, run["data"]), "none",
+                        f"t{shuffles}",
                         f"{run['data']}/t{shuffles}", cost["query_id"].n_unique(), cost, True, exact,
                         scale(run["data"], oc.get("queries"))))
     return out
@@ -266,13 +267,14 @@ def plan_train(config: dict, root: Path, scale=_unit) -> list[dict]:
         hyper = run["hyper"]
         per_step = hyper["batch_size"] * hyper["grad_accum"] * max(run.get("gpus", 0), 1)
         if methods.get(run["method"]).pointwise:
-            exp = data.experiment(run["data"], config["ocsft"]["retriever"])
+            exp = data.experiment(run["data"], pbconfig.silver_retriever(config, run["data"]))
             lists = present_candidates(exp.first_stage, exp.queries, exp.corpus, exp.grades, orders.parse("original"),
                                        0, config["ocsft"]["depth"], None, None, config["ocsft"].get("queries")).lists
+            b = pbconfig.silver_window(config, run["data"])
             n_instances = scale(run["data"], config["ocsft"].get("queries")) * sum(
-                math.ceil(min(len(c.doc_ids), config["ocsft"]["depth"]) / config["ocsft"]["window"]) for c in lists)
-            sample = [Window(c.query_id, c.query, c.doc_ids[:config["ocsft"]["window"]],
-                             [c.texts[d] for d in c.doc_ids[:config["ocsft"]["window"]]]) for c in lists[:TRAIN_SAMPLE]]
+                math.ceil(min(len(c.doc_ids), config["ocsft"]["depth"]) / b) for c in lists)
+            sample = [Window(c.query_id, c.query, c.doc_ids[:b], [c.texts[d] for d in c.doc_ids[:b]])
+                      for c in lists[:TRAIN_SAMPLE]]
             grades = exp.grades
         else:
             listwise = schemas.read(root / "results" / "data" / run["data"] / "listwise.parquet", "listwise")
@@ -483,7 +485,7 @@ def cost_files(config: dict) -> list[tuple[dict, str]]:
         teacher = pbconfig.silver_teacher(config, run) if methods.get(run["method"]).pointwise else silver.QRELS_TEACHER
         if teacher != silver.QRELS_TEACHER:
             out.append(({"family": "silver_labels", "model": teacher, "dataset": run["data"],
-                         "retriever": config["ocsft"]["retriever"], "debias": "none",
+                         "retriever": pbconfig.silver_retriever(config, run["data"]), "debias": "none",
                          "order": f"t{pbconfig.silver_shuffles(config, run)}"},
                         pbconfig.silver_path(config, run).removesuffix(".parquet") + ".cost.parquet"))
     return list({path: (keys, path) for keys, path in out}.values())

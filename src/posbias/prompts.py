@@ -27,6 +27,9 @@ SYSTEM = "You are RankLLM, an intelligent assistant that can rank passages based
 # The Grades scorer's own system turn (OC-SFT): a 4-level grading task, not the listwise ranking one.
 GRADES_SYSTEM = ("You are an intelligent assistant that grades documents by their relevance to a search query "
                  "on a 4-level scale: 0 (irrelevant), 1 (related), 2 (relevant), 3 (perfectly relevant).")
+# The frozen reader's turn (multi-document QA, OC-SFT's second consumer): answer from the retained passages.
+READER_SYSTEM = ("You are a question answering assistant. Answer the question using the passages; reply with "
+                 "a short answer only.")
 IDENTIFIERS = tuple(string.ascii_uppercase[:20])  # [A] … [T], as in FIRST
 # A model's ``identifiers``: letters [A] … [T] (FIRST, RankZephyr with --use_alpha) or numbers [1] … [20]
 # (RankGPT, RankVicuna); the word the instruction uses for them.

@@ -193,6 +193,12 @@ class Experiment:
     grades: dict[str, dict[str, int]]
 
 
+def window_of(base: Reranker, settings: dict) -> int:
+    """The window one ``rerank`` job cuts lists into: a pointwise scorer's B (its dataset's consumer's
+    when that is not passage reranking, else the model's ``grade_window``), else the listwise window."""
+    return settings.get("grade_window") or base.window or settings["window"]
+
+
 def rerank_order(base: Reranker, order_name: str, debias: str, settings: dict, seed: int, data: Experiment,
                  batch_size: int) -> tuple[Presentation, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """One evaluation order of one experiment: present the candidates, wrap ``base`` in ``debias`` and
@@ -211,6 +217,5 @@ def rerank_order(base: Reranker, order_name: str, debias: str, settings: dict, s
                            f"{order} has nothing to move; lower reranking.relevant_grade")
     base.reset_stats()  # the counters in each order's stats are that order's
     reranker = debiasing.wrap(base, debias, seed, settings["debias"])
-    run, window_log, cost = rerank(reranker, shown.lists, base.window or settings["window"], settings["step"],
-                                   batch_size)
+    run, window_log, cost = rerank(reranker, shown.lists, window_of(base, settings), settings["step"], batch_size)
     return shown, run, window_log, cost

@@ -219,6 +219,29 @@ STABILITY_QUERIES = pa.schema(
     + [STABILITY.field(n) for n in STABILITY_QUERY_VALUES]
 )
 
+# The decisions a consumer (posbias.consumers) takes from one scorer's scores, per query: quality (QA
+# accuracy, response ranking nDCG@1), flip (answer flip, pair flip), verdict flip and mean retained
+# passages (QA); flip rates are shares of presentation pairs that disagree.
+DECISIONS = pa.schema(
+    [STABILITY.field(n) for n in ("model", "dataset", "retriever")]
+    + [
+        ("consumer", pa.string()),
+        ("query_id", pa.string()),
+        ("presentations", pa.int64()),
+        ("quality", pa.float64()),
+        ("flip", pa.float64()),
+        ("verdict_flip", pa.float64()),
+        ("retained", pa.float64()),
+    ]
+)
+# Each presentation's decision: the reader's answer and its verdict (QA) or the top response.
+DECISION_DETAILS = pa.schema(
+    [STABILITY.field(n) for n in ("model", "dataset", "retriever")]
+    + [("query_id", pa.string()), ("presentation", pa.int32()), ("decision", pa.string()), ("correct", pa.bool_())]
+)
+# Gold answers of a multi-document QA dataset, one row per query.
+ANSWERS = pa.schema([("query_id", pa.string()), ("answers", pa.list_(pa.string()))])
+
 SCHEMAS: dict[str, pa.Schema] = {
     "corpus": CORPUS,
     "queries": QUERIES,
@@ -240,6 +263,9 @@ SCHEMAS: dict[str, pa.Schema] = {
     "pointwise": POINTWISE,
     "stability": STABILITY,
     "stability_queries": STABILITY_QUERIES,
+    "decisions": DECISIONS,
+    "decision_details": DECISION_DETAILS,
+    "answers": ANSWERS,
 }
 
 

@@ -73,14 +73,16 @@ def _run(scores: dict[str, dict[str, float]]) -> pl.DataFrame:
                                   orient="row"))
 
 
-def _ndcg10_by_query(scores: dict[str, dict[str, float]], qrels: pl.DataFrame) -> dict[str, float]:
+def ndcg_by_query(scores: dict[str, dict[str, float]], qrels: pl.DataFrame,
+                  measure: str = "nDCG@10") -> dict[str, float]:
+    """Each query's ``measure`` (ir_measures) of the ranking by ``scores``."""
     judged = qrels.filter(pl.col("query_id").is_in(list(scores)))
-    per_query = metrics.evaluate(_run(scores), judged, ["nDCG@10"], "m", "d")
+    per_query = metrics.evaluate(_run(scores), judged, [measure], "m", "d")
     return dict(per_query.select("query_id", "value").iter_rows())
 
 
 def _ndcg10(scores: dict[str, dict[str, float]], qrels: pl.DataFrame) -> float:
-    return float(np.mean(list(_ndcg10_by_query(scores, qrels).values())))
+    return float(np.mean(list(ndcg_by_query(scores, qrels).values())))
 
 
 QUERY_COLUMNS = schemas.STABILITY_QUERY_VALUES
@@ -112,7 +114,7 @@ def stability_table(canonical_run: pl.DataFrame, shuffled_runs: list[pl.DataFram
                  else bsc_presentations(shuffled, k, presentations))
         common = sorted(set(canonical).intersection(*(set(p) for p in shown)))
         per_query = {q: dict.fromkeys(QUERY_COLUMNS, math.nan) for q in common}
-        ndcg = [_ndcg10_by_query(p, qrels) for p in shown]
+        ndcg = [ndcg_by_query(p, qrels) for p in shown]
         for q in common:
             per_query[q]["ndcg10"] = float(np.mean([n.get(q, 0.0) for n in ndcg]))
             per_query[q]["tie_rate"] = float(np.mean([metrics.tie_rate(list(p[q].values())) for p in shown]))

@@ -23,7 +23,7 @@ with logged(sm, "silver_labels") as log:
     start = time.perf_counter()
     labels, cost = silver.silver_labels(
         teacher, schemas.read(sm.input.run, "run"), schemas.read(sm.input.queries, "queries"),
-        schemas.read(sm.input.corpus, "corpus"), grades, sm.params.seed, oc["depth"], oc["window"],
+        schemas.read(sm.input.corpus, "corpus"), grades, sm.params.seed, oc["depth"], sm.params.window,
         int(sm.wildcards.shuffles), oc.get("queries"), sm.params.model["batch_size"] if sm.params.model else None)
     wall = time.perf_counter() - start
     schemas.write(labels, sm.output.labels, "silver")

@@ -2,7 +2,8 @@
 
 :func:`load` dispatches on a dataset's ``source`` (see ``config/schema.yaml``):
 ``irds`` (ir_datasets ids), ``beir`` (a local BEIR folder), ``trec`` (local topics/qrels/corpus),
-``imported`` (first-stage candidate lists with passage texts), ``listwise`` (training sets with
+``imported`` (first-stage candidate lists with passage texts), ``hf_responses`` (response-ranking
+sets from the HF hub, UltraFeedback's schema), ``listwise`` (training sets with
 teacher permutations), ``synthetic`` (the embedded default collection) and ``toy`` (the default
 run's positional-bias task).
 """
@@ -14,7 +15,7 @@ from dataclasses import replace
 import polars as pl
 
 from posbias.config import entry_defaults
-from posbias.data import imported, irds, listwise, local, synthetic, toy
+from posbias.data import imported, irds, listwise, local, responses, synthetic, toy
 from posbias.data.collection import Collection, check
 from posbias.permute import derive_seed, fisher_yates
 
@@ -35,6 +36,8 @@ def load(name: str, spec: dict, seed: int, irds_home: str | None = None) -> Coll
         where = f"{key} (topics {spec['topics']}, qrels {spec['qrels']}, corpus {spec['corpus']})"
     elif source == "imported":
         coll, where = imported.load(spec, key), key
+    elif source == "hf_responses":
+        coll, where = responses.load(spec, key), spec.get("path") or f"HF {spec['id']} {spec['split']}"
     elif source == "listwise":
         coll, where = listwise.load(spec, key, seed), spec["path"]
     elif source == "synthetic":

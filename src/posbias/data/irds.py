@@ -36,8 +36,8 @@ def _missing_cache_file(exc: BaseException) -> str | None:
     return download or cache
 
 
-def load(dataset_id: str, home: str | None = None) -> Collection:
-    """Load docs, queries and qrels of an ir_datasets id, optionally from cache root ``home``."""
+def _open(dataset_id: str, home: str | None):
+    """The ir_datasets dataset of ``dataset_id``, with cache root ``home`` if given."""
     if home:
         home = str(Path(home).expanduser().resolve())
         if "ir_datasets" in sys.modules and os.environ.get("IR_DATASETS_HOME") != home:
@@ -47,12 +47,40 @@ def load(dataset_id: str, home: str | None = None) -> Collection:
     import ir_datasets
 
     try:
-        ds = ir_datasets.load(dataset_id)
+        return ir_datasets.load(dataset_id)
     except KeyError:
         raise PosbiasError(
             f"datasets: ir_datasets id {dataset_id!r} does not exist; see https://ir-datasets.com for the ids "
             "(e.g. 'cranfield', 'msmarco-passage/trec-dl-2019/judged', 'beir/scifact/test')"
         ) from None
+
+
+def _failure(exc: Exception, dataset_id: str) -> PosbiasError:
+    """One line for a failure while reading ``dataset_id``: the cache file to provide, if that is it."""
+    missing = _missing_cache_file(exc)
+    root = os.environ.get("IR_DATASETS_HOME", "~/.ir_datasets")
+    if missing:
+        return PosbiasError(
+            f"datasets: {dataset_id!r} is not in the ir_datasets cache ({root}) and cannot be downloaded "
+            f"({type(exc).__name__}); put the file at {missing} (see ../shared/data/SOURCES.md)")
+    return PosbiasError(f"datasets: loading ir_datasets id {dataset_id!r} failed: {exc}")
+
+
+def queries(dataset_id: str, home: str | None = None) -> list:
+    """The query records of an ir_datasets id as it gives them (with every field it has, e.g. the
+    ``answers`` of open-domain QA ids)."""
+    ds = _open(dataset_id, home)
+    if not ds.has_queries():
+        raise PosbiasError(f"datasets: ir_datasets id {dataset_id!r} has no queries")
+    try:
+        return list(ds.queries_iter())
+    except Exception as exc:
+        raise _failure(exc, dataset_id) from exc
+
+
+def load(dataset_id: str, home: str | None = None) -> Collection:
+    """Load docs, queries and qrels of an ir_datasets id, optionally from cache root ``home``."""
+    ds = _open(dataset_id, home)
     for part in ("docs", "queries", "qrels"):
         if not getattr(ds, f"has_{part}")():
             raise PosbiasError(f"datasets: ir_datasets id {dataset_id!r} has no {part}; use an id that has all three")
@@ -74,14 +102,7 @@ def load(dataset_id: str, home: str | None = None) -> Collection:
     except PosbiasError:
         raise
     except Exception as exc:
-        missing = _missing_cache_file(exc)
-        root = os.environ.get("IR_DATASETS_HOME", "~/.ir_datasets")
-        if missing:
-            raise PosbiasError(
-                f"datasets: {dataset_id!r} is not in the ir_datasets cache ({root}) and cannot be downloaded "
-                f"({type(exc).__name__}); put the file at {missing} (see ../shared/data/SOURCES.md)"
-            ) from None
-        raise PosbiasError(f"datasets: loading ir_datasets id {dataset_id!r} failed: {exc}") from exc
+        raise _failure(exc, dataset_id) from exc
     return Collection(
         corpus=corpus_frame(doc_ids, texts, titles),
         queries=queries_frame(qids, qtexts),

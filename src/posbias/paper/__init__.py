@@ -25,6 +25,7 @@ from posbias.paper.original_vs_shuffled import original_vs_shuffled
 from posbias.paper.position_bias import position_bias
 from posbias.paper.position_curve import position_curve_figure
 from posbias.paper.retrievers import retrievers
+from posbias.paper.consumers import decisions_table
 from posbias.paper.stability import ocsft_settings, stability, stability_all
 from posbias.paper.stats import ALPHA, holm, mean_sd, paired_pvalue
 from posbias.paper.versus_baselines import versus_baselines
@@ -86,6 +87,7 @@ FIGURES: dict[str, PaperFigure] = {
 STABILITY_TITLE = "Pointwise scorers: quality vs decision stability (OC-SFT)"
 STABILITY_ALL_TITLE = "Listwise and pointwise rerankers on the same stability metrics and queries"
 OCSFT_SETTINGS_TITLE = "OC-SFT settings: consistency weight λ, views N and the anchor"
+CONSUMERS_TITLE = "OC-SFT consumers: decisions and their flips across presentations"
 
 
 def needs(entry: PaperTable | PaperFigure) -> set[str]:
@@ -109,7 +111,7 @@ def draw(name: str, path: str | Path, **inputs) -> None:
     entry.drawer(*(inputs[key] for key in entry.inputs), path)
 
 
-__all__ = ["ALPHA", "FIGURES", "INPUTS", "OCSFT_SETTINGS_TITLE", "PaperFigure", "PaperTable", "STABILITY_ALL_TITLE",
-           "STABILITY_TITLE", "TABLES", "Table", "ablations", "build", "capcal", "draw", "fmt", "fmt_sd", "holm",
+__all__ = ["ALPHA", "CONSUMERS_TITLE", "FIGURES", "INPUTS", "OCSFT_SETTINGS_TITLE", "PaperFigure", "PaperTable", "STABILITY_ALL_TITLE",
+           "STABILITY_TITLE", "TABLES", "Table", "ablations", "build", "capcal", "decisions_table", "draw", "fmt", "fmt_sd", "holm",
            "mean_sd", "needs", "ocsft_settings", "original_vs_shuffled", "paired_pvalue", "position_bias",
            "retrievers", "stability", "stability_all", "versus_baselines", "write"]

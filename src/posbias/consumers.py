@@ -1,0 +1,200 @@
+"""The consumers of a pointwise scorer: the one registry of what decision each downstream use takes
+from a query's scored candidates, and how that decision's stability is measured (OC-SFT).
+
+A dataset says which consumer reads its scores (``datasets.<name>.consumer``); every place that needs
+to know about consumers (the config checks, the scoring window, the ``decisions`` rule, the
+consumers table) asks this registry. To add a consumer: add a :class:`Consumer` here, its decision
+function here (dispatched by :func:`decide`), and its ``consumers.<name>`` block in config/schema.yaml.
+
+- ``passage_reranking``: the ranking itself; its stability is :mod:`posbias.stability`'s (τ-PSI,
+  retention Jaccard, BSC@K), so it has no extra decisions.
+- ``multidoc_qa``: the retention set (documents scoring ≥ τ*, the threshold F1-tuned on the
+  canonical order as for retention Jaccard) goes to a frozen reader (:mod:`posbias.readers`); the
+  decisions are its answer and the verdict (correct or not). The retained passages reach the reader
+  in one fixed order per query (by canonical score), so only the set can change its answer.
+- ``response_ranking``: the preference between each pair of responses (the sign of the score
+  difference) and the response ranked first (nDCG@1).
+
+A flip rate is the share of presentation pairs whose decisions differ, so it does not grow with the
+number of presentations M.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import string
+from dataclasses import dataclass, field
+from itertools import combinations
+from typing import Sequence
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+
+@dataclass(frozen=True)
+class Consumer:
+    """One downstream use of the scores: its label, whether it needs a reader, and what its
+    ``quality`` / ``flip`` / ``verdict_flip`` columns mean (as the consumers table prints them)."""
+
+    name: str
+    label: str
+    summary: str
+    reader: bool = False
+    columns: dict[str, str] = field(default_factory=dict)
+
+
+PASSAGE_RERANKING = "passage_reranking"
+MULTIDOC_QA = "multidoc_qa"
+RESPONSE_RANKING = "response_ranking"
+
+CONSUMERS = {c.name: c for c in (
+    Consumer(PASSAGE_RERANKING, "passage reranking", "the ranking (posbias.stability)"),
+    Consumer(MULTIDOC_QA, "multi-document QA",
+             "retention set at τ* → frozen reader → answer and verdict", reader=True,
+             columns={"quality": "accuracy", "flip": "answer flip", "verdict_flip": "verdict flip",
+                      "retained": "retained passages"}),
+    Consumer(RESPONSE_RANKING, "response ranking", "pairwise preferences and the top response",
+             columns={"quality": "nDCG@1", "flip": "pair flip"}),
+)}
+
+
+def get(name: str) -> Consumer:
+    try:
+        return CONSUMERS[name]
+    except KeyError:
+        raise ValueError(f"consumer {name!r}: use one of {', '.join(CONSUMERS)}") from None
+
+
+def with_decisions() -> list[str]:
+    """The consumers whose decisions the ``decisions`` rule measures (all but passage reranking)."""
+    return [name for name, c in CONSUMERS.items() if c.columns]
+
+
+def normalize_answer(text: str) -> str:
+    """Lower case, no punctuation, no articles, single spaces (the SQuAD / NQ-open evaluation's
+    normalisation; a few lines, so written here rather than pulling in an evaluation package)."""
+    text = "".join(ch for ch in text.lower() if ch not in set(string.punctuation))
+    text = re.sub(r"\b(a|an|the)\b", " ", text)
+    return " ".join(text.split())
+
+
+def exact_match(prediction: str, golds: list[str]) -> bool:
+    """Whether the normalised prediction equals a normalised gold answer."""
+    pred = normalize_answer(prediction)
+    return any(pred == normalize_answer(g) for g in golds)
+
+
+@dataclass
+class Question:
+    """What a reader is given: the question and the passages, in the order it reads them."""
+
+    query_id: str
+    text: str
+    passages: list[tuple[str, str]]  # (doc id, text), in the order the reader reads them
+
+
+def flip_rate(decisions: Sequence) -> float:
+    """The share of presentation pairs whose decisions differ (NaN with fewer than two)."""
+    pairs = list(combinations(decisions, 2))
+    return float(np.mean([a != b for a, b in pairs])) if pairs else math.nan
+
+
+def pair_flip_rate(presentations: Sequence[dict[str, float]]) -> float:
+    """The share of (document pair, presentation pair) combinations where the preference between
+    the two documents differs: the sign of their score difference, a tie counting as its own
+    decision. Documents are those scored in every presentation."""
+    if len(presentations) < 2:
+        return math.nan
+    docs = sorted(set.intersection(*(set(p) for p in presentations)))
+    if len(docs) < 2:
+        return math.nan
+    signs = np.array([[np.sign(p[a] - p[b]) for a, b in combinations(docs, 2)] for p in presentations])
+    return float(np.mean([np.mean(signs[i] != signs[j]) for i, j in combinations(range(len(signs)), 2)]))
+
+
+def retained(scores: dict[str, float], threshold: float) -> list[str]:
+    """The retention set at ``threshold``, by decreasing score (ties by doc id)."""
+    return sorted((d for d, s in scores.items() if s >= threshold), key=lambda d: (-scores[d], d))
+
+
+def qa_decisions(canonical: dict[str, dict[str, float]], presentations: list[dict[str, dict[str, float]]],
+                 threshold: float, reader, questions: dict[str, str], texts: dict[str, str],
+                 golds: dict[str, list[str]]) -> tuple[list[dict], list[dict]]:
+    """Multi-document QA over the queries scored canonically and in every presentation.
+
+    Each presentation's retention set at ``threshold``, in the query's canonical-score order, is read
+    by ``reader`` (:mod:`posbias.readers`: ``answer(questions) -> answers``; each distinct set once); the verdict is exact match against
+    ``golds``. Returns (per-query rows: quality = accuracy over the presentations, flip = answer flip
+    rate, verdict_flip, retained = mean set size; per-presentation rows: the answer and its verdict).
+    """
+    queries = sorted(set(canonical).intersection(*(set(p) for p in presentations)))
+    kept: dict[tuple[str, int], tuple[str, ...]] = {}
+    for q in queries:
+        order = {d: i for i, d in enumerate(retained(canonical[q], -math.inf))}
+        for m, p in enumerate(presentations):
+            kept[q, m] = tuple(sorted(retained(p[q], threshold), key=order.__getitem__))
+    distinct = sorted({(q, docs) for (q, _), docs in kept.items()})
+    answers = dict(zip(distinct, reader.answer(
+        [Question(q, questions[q], [(d, texts[d]) for d in docs]) for q, docs in distinct])))
+    rows, details = [], []
+    for q in queries:
+        said = [answers[q, kept[q, m]] for m in range(len(presentations))]
+        verdicts = [exact_match(a, golds.get(q, [])) for a in said]
+        details += [{"query_id": q, "presentation": m, "decision": a, "correct": v}
+                    for m, (a, v) in enumerate(zip(said, verdicts))]
+        rows.append({"query_id": q, "presentations": len(presentations), "quality": float(np.mean(verdicts)),
+                     "flip": flip_rate([normalize_answer(a) for a in said]), "verdict_flip": flip_rate(verdicts),
+                     "retained": float(np.mean([len(kept[q, m]) for m in range(len(presentations))]))})
+    return rows, details
+
+
+def response_decisions(presentations: list[dict[str, dict[str, float]]],
+                       ndcg1: list[dict[str, float]]) -> tuple[list[dict], list[dict]]:
+    """Response ranking over the queries scored in every presentation: quality = mean nDCG@1 over the
+    presentations (``ndcg1[m][q]``), flip = :func:`pair_flip_rate`; per presentation the decision is
+    the response ranked first."""
+    queries = sorted(set.intersection(*(set(p) for p in presentations)))
+    rows, details = [], []
+    for q in queries:
+        shown = [p[q] for p in presentations]
+        for m, scores in enumerate(shown):
+            details.append({"query_id": q, "presentation": m, "decision": retained(scores, -math.inf)[0],
+                            "correct": None})
+        rows.append({"query_id": q, "presentations": len(shown),
+                     "quality": float(np.mean([n.get(q, 0.0) for n in ndcg1])),
+                     "flip": pair_flip_rate(shown), "verdict_flip": math.nan, "retained": math.nan})
+    return rows, details
+
+
+def decide(consumer: str, canonical_run: pl.DataFrame, shuffled_runs: list[pl.DataFrame], qrels: pl.DataFrame,
+           relevant_grade: int, presentations: int | None, grid_points: int, keys: dict[str, str],
+           reader=None, questions: dict[str, str] | None = None, texts: dict[str, str] | None = None,
+           golds: dict[str, list[str]] | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """One scorer's decisions for ``consumer`` over its canonical run and the first ``presentations``
+    (M) shuffled runs: (DECISIONS, one row per query; DECISION_DETAILS, one per query and
+    presentation), each row carrying ``keys`` (model, dataset, retriever). Multi-document QA needs
+    ``reader``, ``questions``, passage ``texts`` and ``golds``; its τ* is retention Jaccard's."""
+    from posbias import metrics, schemas
+    from posbias.stability import bsc_presentations, ndcg_by_query, scores_by_query
+
+    if consumer not in with_decisions():
+        raise ValueError(f"consumer {consumer!r} takes no decisions beyond its ranking; use one of {with_decisions()}")
+    if len(shuffled_runs) < 2:
+        raise ValueError(f"{keys}: decision stability needs at least two shuffled presentations")
+    canonical = scores_by_query(canonical_run)
+    shown = bsc_presentations([scores_by_query(r) for r in shuffled_runs], 1, presentations)
+    if consumer == MULTIDOC_QA:
+        relevant = {q: set(g["doc_id"]) for (q,), g in
+                    qrels.filter(pl.col("relevance") >= relevant_grade).group_by("query_id", maintain_order=True)}
+        over = {q: {d: [p[q][d] for p in shown] for d in shown[0][q]}
+                for q in set(canonical).intersection(*(set(p) for p in shown))}
+        threshold = metrics.retention_jaccard(canonical, relevant, over, grid_points)["threshold"]
+        rows, details = qa_decisions(canonical, shown, threshold, reader, questions, texts, golds)
+    else:
+        rows, details = response_decisions(shown, [ndcg_by_query(p, qrels, "nDCG@1") for p in shown])
+    rows = [{**keys, "consumer": consumer, **r} for r in rows]
+    details = [{**keys, **r} for r in details]
+    return (pl.from_arrow(pa.Table.from_pylist(rows, schema=schemas.DECISIONS)),
+            pl.from_arrow(pa.Table.from_pylist(details, schema=schemas.DECISION_DETAILS)))

@@ -1,0 +1,29 @@
+"""One pointwise scorer's decisions for its dataset's consumer over M presentations (posbias.consumers)."""
+
+import torch
+
+from posbias import consumers, readers, schemas
+from posbias.data.collection import grades_by_query, passage_texts
+from posbias.jobs import logged
+
+sm = snakemake  # noqa: F821
+with logged(sm, "decisions") as log:
+    torch.set_num_threads(sm.threads)  # the job's CPUs (two jobs share 2 CPUs without oversubscribing)
+    runs = dict(zip(sm.params.orders, sm.input.runs))
+    qrels = schemas.read(sm.input.qrels, "qrels")
+    qa = {}
+    if sm.params.consumer == consumers.MULTIDOC_QA:
+        golds = dict(schemas.read(sm.input.answers, "answers").iter_rows())
+        reader = readers.build(sm.params.reader["spec"], sm.params.reader["path"], grades_by_query(qrels), golds,
+                               sm.params.relevant_grade, sm.params.device, sm.params.word_budget)
+        qa = {"reader": reader, "golds": golds, "texts": passage_texts(schemas.read(sm.input.corpus, "corpus")),
+              "questions": dict(schemas.read(sm.input.queries, "queries").select("query_id", "text").iter_rows())}
+    table, details = consumers.decide(
+        sm.params.consumer, schemas.read(runs["original"], "run"),
+        [schemas.read(runs[o], "run") for o in sm.params.orders if o.startswith("shuffled-")], qrels,
+        sm.params.relevant_grade, sm.params.ocsft["presentations"], sm.params.ocsft["grid_points"],
+        {"model": sm.wildcards.model, "dataset": sm.wildcards.dataset, "retriever": sm.wildcards.retriever}, **qa)
+    schemas.write(table, sm.output.table, "decisions")
+    schemas.write(details, sm.output.details, "decision_details")
+    log.info("%s over %d queries: quality %.3f, flip %.3f", sm.params.consumer, table.height,
+             table["quality"].mean(), table["flip"].mean())
