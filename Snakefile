@@ -58,6 +58,7 @@ localrules:
     stability_table,
     stability_all,
     decisions_table,
+    pool_figures,
     paper_table,
     paper_figure,
     plan_check,

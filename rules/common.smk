@@ -137,15 +137,17 @@ def batch_of_order(wildcards):
     return f"{prefix}/batches/{wildcards.debias}.{part}"
 
 
-POINTWISE_EXPERIMENTS = [key for key in EXPERIMENTS if pbconfig.is_grades(config, key[0])]
-# OC-SFT's Table 1 is passage reranking's; the other consumers' decisions have their own table
+STABILITY_TARGETS = pbconfig.stability_targets(config)
+# OC-SFT's Table 1: pointwise passage reranking with shuffles (the other consumers have their own table)
 RERANKING_EXPERIMENTS = [
-    key for key in POINTWISE_EXPERIMENTS if pbconfig.consumer_of(config, key[1]) == consumers.PASSAGE_RERANKING
+    target[:3]
+    for target in STABILITY_TARGETS
+    if pbconfig.is_grades(config, target[0]) and pbconfig.consumer_of(config, target[1]) == consumers.PASSAGE_RERANKING
 ]
 DECISION_TARGETS = pbconfig.decision_targets(config)
+POOL_TARGETS = pbconfig.pool_targets(config)
 QA_DATASETS = sorted({d for _, d, _ in DECISION_TARGETS if pbconfig.consumer_of(config, d) == consumers.MULTIDOC_QA})
 READER = config["consumers"]["multidoc_qa"]["reader"]
-STABILITY_TARGETS = pbconfig.stability_targets(config)
 
 
 def list_debias_inputs(wildcards, suffix):

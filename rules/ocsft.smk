@@ -130,6 +130,67 @@ rule decisions_table:
         "../workflow/scripts/decisions_table.py"
 
 
+rule pool_design:
+    # Pool-PSI and the variance decomposition of one pointwise scorer (posbias.pool).
+    input:
+        run="results/runs/{dataset}/{retriever}.parquet",
+        queries="results/data/{dataset}/queries.parquet",
+        corpus="results/data/{dataset}/corpus.parquet",
+        qrels="results/data/{dataset}/qrels.parquet",
+        model=lambda w: reranker_model_input(w.model),
+    output:
+        "results/metrics/pool/{model}/{dataset}/{retriever}.parquet",
+    log:
+        "logs/metrics/pool/{model}/{dataset}/{retriever}.log",
+    benchmark:
+        "benchmarks/metrics/pool/{model}/{dataset}/{retriever}.tsv"
+    conda:
+        "../envs/models.yaml"
+    resources:
+        mem_mb=8000,
+        runtime=120,
+        gpu=lambda w: model_gpus(w.model),
+    params:
+        pool={k: v for k, v in config["ocsft"]["pool"].items() if k != "datasets"},
+        window=lambda w: pbconfig.consumer_window(config, w.dataset) or config["models"][w.model]["grade_window"],
+        model=lambda w: model_settings(w.model),
+        model_path=lambda w: reranker_model_path(w.model),
+        word_budget=config["reranking"]["word_budget"],
+        seed=config["seed"],
+        device=config["device"],
+    script:
+        "../workflow/scripts/pool_design.py"
+
+
+rule pool_figures:
+    input:
+        ["results/metrics/pool/{}/{}/{}.parquet".format(*key) for key in POOL_TARGETS],
+    output:
+        psi=report("results/figures/pool_psi.png", caption="../docs/captions/pool.rst", category="OC-SFT"),
+        psi_pdf="results/figures/pool_psi.pdf",
+        variance=report(
+            "results/figures/variance_decomposition.png",
+            caption="../docs/captions/pool.rst",
+            category="OC-SFT",
+        ),
+        variance_pdf="results/figures/variance_decomposition.pdf",
+        table="results/tables/pool.csv",
+    log:
+        "logs/figures/pool.log",
+    benchmark:
+        "benchmarks/figures/pool.tsv"
+    conda:
+        "../envs/eval.yaml"
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        provenance=REPORT_LINE,
+        variants={m: pbconfig.variant_of(config["training"], m) for m, _, _ in POOL_TARGETS},
+    script:
+        "../workflow/scripts/pool_figures.py"
+
+
 rule stability_table:
     input:
         tables=[stability_file((*key, "none")) for key in RERANKING_EXPERIMENTS],
@@ -207,4 +268,5 @@ rule ocsft:
     input:
         rules.stability_table.output if RERANKING_EXPERIMENTS else [],
         rules.decisions_table.output if DECISION_TARGETS else [],
+        rules.pool_figures.output if POOL_TARGETS else [],
         rules.stability_all.output if STABILITY_TARGETS else [],

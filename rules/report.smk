@@ -73,6 +73,7 @@ rule report:
         # the OC-SFT paper's table and BSC@K figure (rule stability_table, rules/ocsft.smk)
         rules.stability_table.output if RERANKING_EXPERIMENTS else [],
         rules.decisions_table.output if DECISION_TARGETS else [],
+        rules.pool_figures.output if POOL_TARGETS else [],
         # listwise and pointwise rerankers on the same stability metrics (rule stability_all)
         rules.stability_all.output if STABILITY_TARGETS else [],
         # the compute plan beside the run (rules/plan.smk)

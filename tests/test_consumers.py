@@ -188,3 +188,17 @@ def test_consumers_table_marks_differences_from_each_datasets_ocsft():
     assert data["so"]["p_holm_flip"] < 0.05 and data["oc"]["p_holm_flip"] is None  # the reference is not tested
     view = {r["variant"]: r for r in table.view.iter_rows(named=True)}
     assert view["oc (reference)"]["flip"].startswith("answer flip: 0.00") and view["so"]["flip"].endswith("†")
+
+
+def test_pool_targets_and_stability_needs_two_shuffles():
+    cfg = _qa_config()
+    cfg["datasets"]["plain"] = {"source": "toy", "retrievers": ["o"]}
+    cfg["reranking"]["experiments"] += [{"model": "g", "dataset": "plain", "retriever": "o", "orders": ["original"]}]
+    cfg["ocsft"] = {"pool": {"datasets": ["plain"]}}
+    config.validate(cfg)
+    config.prepare(cfg)
+    assert config.pool_targets(cfg) == [("g", "plain", "o")]
+    assert ("g", "plain", "o", "none") not in config.stability_targets(cfg)  # one presentation: no stability
+    cfg["ocsft"]["pool"]["datasets"] = ["qa"]
+    with pytest.raises(ValueError, match="ocsft.pool.datasets names 'qa', which is not a passage-reranking"):
+        config.check_consumers(cfg)

@@ -365,7 +365,8 @@ def test_ocsft_lowers_order_dependence_against_single_order_on_the_toy(workdir):
     over two seeds each, single order learns the slot effect and OC-SFT does not: lower τ-PSI, higher
     retention Jaccard, quality at least as high; all four baselines train and are evaluated; λ is
     chosen on the held-out split; N = 2, 4, 8 and the no-anchor ablation run. On the other two consumers
-    (multi-document QA with a simulated reader, response ranking) OC-SFT's decisions flip less."""
+    (multi-document QA with a simulated reader, response ranking) OC-SFT's decisions flip less; in the
+    pool-replacement design its scores carry less order residual than single order's."""
     out = snakemake(workdir, "--cores", "2", configfile=REPO / "config" / "examples" / "ocsft-toy.yaml", timeout=2400)
     assert out.returncode == 0, out.stderr[-4000:]
     tables = workdir / "results" / "tables"
@@ -398,6 +399,13 @@ def test_ocsft_lowers_order_dependence_against_single_order_on_the_toy(workdir):
     # measured: pair flip 0.126 ± 0.003 vs 0.215 ± 0.009, nDCG@1 0.937 vs 0.868
     assert rr["flip"] + 2 * max(rr["flip_sd"], rr_single["flip_sd"]) < rr_single["flip"], (rr, rr_single)
     assert rr["quality"] >= rr_single["quality"] and rr_single["p_holm_flip"] < 0.05, (rr, rr_single)
+    # the pool-replacement design: the slot-biased teacher's variance is order residual, never companion
+    # coupling; single order inherits that residual and OC-SFT mostly does not
+    pool = {r["variant"]: r for r in pl.read_csv(tables / "pool.csv").iter_rows(named=True)}
+    assert abs(pool["slot-teacher"]["companions_share"]) < 1e-9 and abs(pool["slot-teacher"]["pool_psi"]) < 1e-9
+    # measured: order residual 0.084 ± 0.012 of the variance vs 0.747 ± 0.007; Pool-PSI 0.010 vs 0.040
+    assert pool["toy-ocsft"]["order_share"] + 0.3 < pool["toy-single-order"]["order_share"], pool
+    assert (workdir / "results" / "figures" / "variance_decomposition.png").is_file()
 
 
 @pytest.mark.parametrize(
@@ -490,4 +498,5 @@ def test_ocsft_paper_preset_plans_the_whole_dag(workdir, preset_plans):
     assert counts["rerank"] == 12 * (5 + 1) + 12 * 5
     assert counts["decisions"] == 12 and counts["decisions_table"] == 1 and counts["answers"] == 1
     assert counts["retrieve"] == 2 and counts["retrieve_listed"] == 2  # prebuilt BM25 on NQ, UltraFeedback's lists
+    assert counts["pool_design"] == 12 and counts["pool_figures"] == 1  # every pointwise scorer on DL19 and DL20
     assert counts["paper_table"] == 6 and counts["paper_figure"] == 3

@@ -390,14 +390,28 @@ def silver_window(config: dict, dataset: str) -> int:
     return consumer_window(config, dataset) or config["ocsft"]["window"]
 
 
-def decision_targets(config: dict) -> list[tuple[str, str, str]]:
-    """Every pointwise experiment whose dataset's consumer takes decisions (the ``decisions`` rule)."""
+def pool_targets(config: dict) -> list[tuple[str, str, str]]:
+    """Every pointwise experiment on a dataset of ``ocsft.pool.datasets`` (the ``pool_design`` rule)."""
+    datasets = config["ocsft"]["pool"]["datasets"]
     return [experiment_key(e) for e in config["reranking"]["experiments"]
-            if is_grades(config, e["model"]) and consumer_of(config, e["dataset"]) in consumers.with_decisions()]
+            if is_grades(config, e["model"]) and e["dataset"] in datasets]
+
+
+def decision_targets(config: dict) -> list[tuple[str, str, str]]:
+    """Every pointwise experiment with two or more shuffled orders whose dataset's consumer takes
+    decisions (the ``decisions`` rule)."""
+    stable = {target[:3] for target in stability_targets(config)}
+    return [experiment_key(e) for e in config["reranking"]["experiments"] if experiment_key(e) in stable
+            and is_grades(config, e["model"]) and consumer_of(config, e["dataset"]) in consumers.with_decisions()]
 
 
 def check_consumers(config: dict) -> None:
-    """A multi-document QA experiment needs a reader and gold answers; ValueError with one line."""
+    """A multi-document QA experiment needs a reader and gold answers, and the pool design passage
+    reranking datasets; ValueError with one line."""
+    for dataset in config["ocsft"]["pool"]["datasets"]:
+        if dataset not in config["datasets"] or consumer_of(config, dataset) != consumers.PASSAGE_RERANKING:
+            raise ValueError(f"config: ocsft.pool.datasets names {dataset!r}, which is not a passage-reranking "
+                             "datasets entry")
     for model, dataset, _ in decision_targets(config):
         spec = config["datasets"][dataset]
         if consumer_of(config, dataset) != consumers.MULTIDOC_QA:
@@ -552,16 +566,18 @@ def is_grades(config: dict, model: str) -> bool:
 
 
 def stability_targets(config: dict) -> list[tuple[str, str, str, str]]:
-    """Every (model, dataset, retriever, debias) whose decision stability is measured: each pointwise
-    experiment (debias none; BSC@K rows from its shuffled orders), and each window-level debiasing
-    method of a listwise experiment with at least two shuffled orders (for ``none`` also PermSC@K
-    rows: its shuffled lists aggregated in disjoint groups of K)."""
+    """Every (model, dataset, retriever, debias) whose decision stability is measured, among the
+    experiments with at least two shuffled orders: each pointwise one (debias none; BSC@K rows from
+    its shuffled orders), and each window-level debiasing method of a listwise one (for ``none`` also
+    PermSC@K rows: its shuffled lists aggregated in disjoint groups of K)."""
     out = []
     for e in config["reranking"]["experiments"]:
         key = experiment_key(e)
+        if sum(o.startswith("shuffled-") for o in orders_of(config, e)) < 2:
+            continue  # stability needs two presentations
         if is_grades(config, key[0]):
             out.append((*key, "none"))
-        elif sum(o.startswith("shuffled-") for o in orders_of(config, e)) >= 2:
+        else:
             out += [(*key, d) for d in dict.fromkeys(e.get("debias", ["none"])) if debiasing.parse(d).level != "list"]
     return list(dict.fromkeys(out))
 

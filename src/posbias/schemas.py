@@ -239,6 +239,21 @@ DECISION_DETAILS = pa.schema(
     [STABILITY.field(n) for n in ("model", "dataset", "retriever")]
     + [("query_id", pa.string()), ("presentation", pa.int32()), ("decision", pa.string()), ("correct", pa.bool_())]
 )
+# The pool-replacement design of one scorer, per query (posbias.pool): Pool-PSI of the kept documents
+# over the companion pools, and their scores' variance split into document, companion coupling and
+# order residual (total = the three).
+POOL = pa.schema(
+    [STABILITY.field(n) for n in ("model", "dataset", "retriever")]
+    + [
+        ("query_id", pa.string()),
+        ("pools", pa.int64()),
+        ("pool_psi", pa.float64()),
+        ("document", pa.float64()),
+        ("companions", pa.float64()),
+        ("order", pa.float64()),
+        ("total", pa.float64()),
+    ]
+)
 # Gold answers of a multi-document QA dataset, one row per query.
 ANSWERS = pa.schema([("query_id", pa.string()), ("answers", pa.list_(pa.string()))])
 
@@ -266,6 +281,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     "decisions": DECISIONS,
     "decision_details": DECISION_DETAILS,
     "answers": ANSWERS,
+    "pool": POOL,
 }
 
 

@@ -68,6 +68,9 @@ def generate(spec: ToySpec, split: str) -> Collection:
     ``dev`` has as many queries as ``test``: held-out data to choose settings on)."""
     if split not in ("test", "dev", "train"):
         raise ValueError(f"toy task: split {split!r}; use test, dev or train")
+    if split == "train" and spec.n_candidates > 20:
+        raise ValueError(f"toy task: the train split's listwise instances hold every candidate, at most 20 "
+                         f"identifiers [A] … [T] (got n_candidates {spec.n_candidates})")
     rng = np.random.default_rng(derive_seed(spec.seed, "toy", split))
     words = np.array([f"w{i}" for i in range(spec.vocab)])
     keys, fillers = words[: spec.keys], words[spec.keys:]
