@@ -146,7 +146,7 @@ RERANKING_EXPERIMENTS = [
 ]
 DECISION_TARGETS = pbconfig.decision_targets(config)
 POOL_TARGETS = pbconfig.pool_targets(config)
-QA_DATASETS = sorted({d for _, d, _ in DECISION_TARGETS if pbconfig.consumer_of(config, d) == consumers.MULTIDOC_QA})
+QA_DATASETS = sorted({d for _, d, _ in DECISION_TARGETS if pbconfig.needs_reader(config, d)})
 READER = config["consumers"]["multidoc_qa"]["reader"]
 
 
@@ -190,7 +190,7 @@ def reader_settings():
 
 def reader_input(wildcards):
     """The folder the QA reader needs built first, when its `path` names a built models entry."""
-    if pbconfig.consumer_of(config, wildcards.dataset) != consumers.MULTIDOC_QA:
+    if not pbconfig.needs_reader(config, wildcards.dataset):
         return []
     path = config["readers"][READER].get("path")
     return reranker_model_input(path) if path in config["models"] else []
@@ -198,7 +198,7 @@ def reader_input(wildcards):
 
 def qa_inputs(wildcards):
     """What a QA decisions job reads besides the runs: queries, passages, gold answers (none otherwise)."""
-    if pbconfig.consumer_of(config, wildcards.dataset) != consumers.MULTIDOC_QA:
+    if not pbconfig.needs_reader(config, wildcards.dataset):
         return {}
     prefix = f"results/data/{wildcards.dataset}"
     return {part: f"{prefix}/{part}.parquet" for part in ("queries", "corpus", "answers")}

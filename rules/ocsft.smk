@@ -87,7 +87,7 @@ rule decisions:
         runtime=120,
         gpu=lambda w: int(
             config["device"].startswith("cuda")
-            and pbconfig.consumer_of(config, w.dataset) == consumers.MULTIDOC_QA
+            and pbconfig.needs_reader(config, w.dataset)
             and config["readers"][READER]["kind"] == "causal_lm"
         ),
     params:
@@ -95,7 +95,7 @@ rule decisions:
         consumer=lambda w: pbconfig.consumer_of(config, w.dataset),
         ocsft={k: config["ocsft"][k] for k in ("grid_points", "presentations")},
         relevant_grade=config["reranking"]["relevant_grade"],
-        reader=lambda w: reader_settings() if pbconfig.consumer_of(config, w.dataset) == consumers.MULTIDOC_QA else None,
+        reader=lambda w: reader_settings() if pbconfig.needs_reader(config, w.dataset) else None,
         word_budget=config["reranking"]["word_budget"],
         device=config["device"],
     script:

@@ -366,6 +366,11 @@ def consumer_of(config: dict, dataset: str) -> str:
     return config["datasets"][dataset].get("consumer", consumers.PASSAGE_RERANKING)
 
 
+def needs_reader(config: dict, dataset: str) -> bool:
+    """Whether ``dataset``'s consumer reads retention sets with a reader (and needs gold answers)."""
+    return consumers.get(consumer_of(config, dataset)).reader
+
+
 def consumer_window(config: dict, dataset: str) -> int | None:
     """The Grades window B of ``dataset``'s consumer, None for passage reranking (whose B is the
     model's ``grade_window`` when scoring and ``ocsft.window`` when silver-labelling)."""
@@ -414,7 +419,7 @@ def check_consumers(config: dict) -> None:
                              "datasets entry")
     for model, dataset, _ in decision_targets(config):
         spec = config["datasets"][dataset]
-        if consumer_of(config, dataset) != consumers.MULTIDOC_QA:
+        if not needs_reader(config, dataset):
             continue
         reader = config["consumers"]["multidoc_qa"]["reader"]
         if reader not in config.get("readers", {}):

@@ -35,12 +35,12 @@ import pyarrow as pa
 
 @dataclass(frozen=True)
 class Consumer:
-    """One downstream use of the scores: its label, whether it needs a reader, and what its
-    ``quality`` / ``flip`` / ``verdict_flip`` columns mean (as the consumers table prints them)."""
+    """One downstream use of the scores: its label, whether it needs a reader (and gold answers), and
+    what its ``quality`` / ``flip`` / ``verdict_flip`` / ``retained`` columns mean (as the consumers
+    table prints them; none: no decisions beyond the ranking)."""
 
     name: str
     label: str
-    summary: str
     reader: bool = False
     columns: dict[str, str] = field(default_factory=dict)
 
@@ -50,13 +50,11 @@ MULTIDOC_QA = "multidoc_qa"
 RESPONSE_RANKING = "response_ranking"
 
 CONSUMERS = {c.name: c for c in (
-    Consumer(PASSAGE_RERANKING, "passage reranking", "the ranking (posbias.stability)"),
-    Consumer(MULTIDOC_QA, "multi-document QA",
-             "retention set at τ* → frozen reader → answer and verdict", reader=True,
+    Consumer(PASSAGE_RERANKING, "passage reranking"),
+    Consumer(MULTIDOC_QA, "multi-document QA", reader=True,
              columns={"quality": "accuracy", "flip": "answer flip", "verdict_flip": "verdict flip",
                       "retained": "retained passages"}),
-    Consumer(RESPONSE_RANKING, "response ranking", "pairwise preferences and the top response",
-             columns={"quality": "nDCG@1", "flip": "pair flip"}),
+    Consumer(RESPONSE_RANKING, "response ranking", columns={"quality": "nDCG@1", "flip": "pair flip"}),
 )}
 
 
@@ -125,8 +123,8 @@ def qa_decisions(canonical: dict[str, dict[str, float]], presentations: list[dic
     """Multi-document QA over the queries scored canonically and in every presentation.
 
     Each presentation's retention set at ``threshold``, in the query's canonical-score order, is read
-    by ``reader`` (:mod:`posbias.readers`: ``answer(questions) -> answers``; each distinct set once); the verdict is exact match against
-    ``golds``. Returns (per-query rows: quality = accuracy over the presentations, flip = answer flip
+    by ``reader`` (:mod:`posbias.readers`: ``answer(questions) -> answers``; each distinct set once);
+    the verdict is exact match against ``golds``. Returns (per-query rows: quality = accuracy over the presentations, flip = answer flip
     rate, verdict_flip, retained = mean set size; per-presentation rows: the answer and its verdict).
     """
     queries = sorted(set(canonical).intersection(*(set(p) for p in presentations)))
@@ -185,7 +183,7 @@ def decide(consumer: str, canonical_run: pl.DataFrame, shuffled_runs: list[pl.Da
         raise ValueError(f"{keys}: decision stability needs at least two shuffled presentations")
     canonical = scores_by_query(canonical_run)
     shown = bsc_presentations([scores_by_query(r) for r in shuffled_runs], 1, presentations)
-    if consumer == MULTIDOC_QA:
+    if get(consumer).reader:
         relevant = {q: set(g["doc_id"]) for (q,), g in
                     qrels.filter(pl.col("relevance") >= relevant_grade).group_by("query_id", maintain_order=True)}
         over = {q: {d: [p[q][d] for p in shown] for d in shown[0][q]}

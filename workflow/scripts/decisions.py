@@ -12,7 +12,7 @@ with logged(sm, "decisions") as log:
     runs = dict(zip(sm.params.orders, sm.input.runs))
     qrels = schemas.read(sm.input.qrels, "qrels")
     qa = {}
-    if sm.params.consumer == consumers.MULTIDOC_QA:
+    if sm.params.reader:  # a consumer that reads retention sets (multi-document QA)
         golds = dict(schemas.read(sm.input.answers, "answers").iter_rows())
         reader = readers.build(sm.params.reader["spec"], sm.params.reader["path"], grades_by_query(qrels), golds,
                                sm.params.relevant_grade, sm.params.device, sm.params.word_budget)
