@@ -76,16 +76,17 @@ class RuleOfThumbTokenizer:
         return [str(i) for i in ids]
 
 
-# what the stability stages alone read of the ocsft section (not the plan)
-_STABILITY_ONLY = ("bsc_k", "presentations", "grid_points", "dev")
+# what the stability, decisions and pool stages alone read of the ocsft section (not the plan)
+_STABILITY_ONLY = ("bsc_k", "presentations", "grid_points", "dev", "pool")
 
 
 def settings(config: dict) -> dict:
     """What the plan reads of a validated config, and nothing else (the ``plan`` job's params, so an
     edit elsewhere does not replan): seed, datasets, retrievers, models, reranking, propensity,
-    augmentation, ocsft without the stability-only keys, plan, and each training entry without its
-    operational trainer settings (:func:`posbias.config.train_settings`)."""
+    augmentation, ocsft without the stability-only keys, the consumers' windows, plan, and each
+    training entry without its operational trainer settings (:func:`posbias.config.train_settings`)."""
     out = {k: config[k] for k in ("seed", "datasets", "retrievers", "models", "reranking", "augmentation", "plan")}
+    out["consumers"] = {name: {"window": c["window"]} for name, c in config["consumers"].items()}
     out["propensity"] = config.get("propensity", {})
     out["ocsft"] = {k: v for k, v in config["ocsft"].items() if k not in _STABILITY_ONLY}
     out["training"] = {name: pbconfig.train_settings(config, name) for name in config.get("training", {})}
