@@ -175,7 +175,12 @@ def decide(consumer: str, canonical_run: pl.DataFrame, shuffled_runs: list[pl.Da
     presentation), each row carrying ``keys`` (model, dataset, retriever). Multi-document QA needs
     ``reader``, ``questions``, passage ``texts`` and ``golds``; its τ* is retention Jaccard's."""
     from posbias import metrics, schemas
-    from posbias.stability import bsc_presentations, ndcg_by_query, scores_by_query
+    from posbias.stability import (
+        bsc_presentations,
+        ndcg_by_query,
+        relevant_sets,
+        scores_by_query,
+    )
 
     if consumer not in with_decisions():
         raise ValueError(f"consumer {consumer!r} takes no decisions beyond its ranking; use one of {with_decisions()}")
@@ -184,11 +189,9 @@ def decide(consumer: str, canonical_run: pl.DataFrame, shuffled_runs: list[pl.Da
     canonical = scores_by_query(canonical_run)
     shown = bsc_presentations([scores_by_query(r) for r in shuffled_runs], 1, presentations)
     if get(consumer).reader:
-        relevant = {q: set(g["doc_id"]) for (q,), g in
-                    qrels.filter(pl.col("relevance") >= relevant_grade).group_by("query_id", maintain_order=True)}
-        over = {q: {d: [p[q][d] for p in shown] for d in shown[0][q]}
-                for q in set(canonical).intersection(*(set(p) for p in shown))}
-        threshold = metrics.retention_jaccard(canonical, relevant, over, grid_points)["threshold"]
+        common = set(canonical).intersection(*(set(p) for p in shown))
+        threshold, _ = metrics.f1_threshold({q: canonical[q] for q in sorted(common)},
+                                            relevant_sets(qrels, relevant_grade), grid_points)
         rows, details = qa_decisions(canonical, shown, threshold, reader, questions, texts, golds)
     else:
         rows, details = response_decisions(shown, [ndcg_by_query(p, qrels, "nDCG@1") for p in shown])

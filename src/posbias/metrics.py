@@ -87,14 +87,31 @@ def _jaccard(a: set[str], b: set[str]) -> float:
     return 1.0 if not a and not b else len(a & b) / len(a | b)
 
 
+def f1_threshold(canonical_scores: dict[str, dict[str, float]], relevant: dict[str, set[str]],
+                 grid_points: int = 41) -> tuple[float, float]:
+    """(τ*, its mean set-F1): over a grid of ``grid_points`` evenly spaced values between the lowest
+    and highest pooled score, the threshold whose sets {d : score ≥ τ} have the highest mean per-query
+    F1 against ``relevant`` (ties go to the higher threshold; a query with neither retained nor
+    relevant documents has F1 = 1). Queries are those with scores."""
+    import numpy as np
+
+    queries = [q for q in canonical_scores if canonical_scores[q]]
+    pooled = np.array([s for q in queries for s in canonical_scores[q].values()], dtype=float)
+    grid = np.linspace(pooled.min(), pooled.max(), grid_points)
+    best_tau, best_f1 = float(grid[-1]), -1.0
+    for tau in grid:  # ascending, so ">=" keeps the higher threshold on ties
+        f1 = float(np.mean([_set_f1({d for d, s in canonical_scores[q].items() if s >= tau}, relevant.get(q, set()))
+                            for q in queries]))
+        if f1 >= best_f1:
+            best_tau, best_f1 = float(tau), f1
+    return best_tau, best_f1
+
+
 def retention_jaccard(canonical_scores: dict[str, dict[str, float]], relevant: dict[str, set[str]],
                       scores_over_perms: dict[str, dict[str, list[float]]], grid_points: int = 41) -> dict:
     """Decision stability of a pointwise scorer that keeps every document scoring ≥ a threshold.
 
-    The threshold τ* is chosen on the canonical order: over a grid of ``grid_points`` evenly spaced
-    values between the lowest and highest pooled canonical score, the one with the highest mean
-    per-query set-F1 of {d : score ≥ τ} against ``relevant`` (ties go to the higher threshold; a
-    query with neither retained nor relevant documents has F1 = 1). Each query's M presentations
+    The threshold τ* is chosen on the canonical order (:func:`f1_threshold`). Each query's M presentations
     (``scores_over_perms[q][d][m]``) then give M retained sets; the result's ``jaccard`` is the mean
     over queries of their mean pairwise Jaccard (two empty sets count as 1), ``f1`` the mean F1 at τ*,
     ``per_query`` each query's mean pairwise Jaccard.
@@ -106,14 +123,7 @@ def retention_jaccard(canonical_scores: dict[str, dict[str, float]], relevant: d
     queries = sorted(q for q in canonical_scores if q in scores_over_perms and canonical_scores[q])
     if not queries:
         raise ValueError("retention_jaccard: no query has both canonical scores and permuted scores")
-    pooled = np.array([s for q in queries for s in canonical_scores[q].values()], dtype=float)
-    grid = np.linspace(pooled.min(), pooled.max(), grid_points)
-    best_tau, best_f1 = grid[-1], -1.0
-    for tau in grid:  # ascending, so ">=" keeps the higher threshold on ties
-        f1 = float(np.mean([_set_f1({d for d, s in canonical_scores[q].items() if s >= tau}, relevant.get(q, set()))
-                            for q in queries]))
-        if f1 >= best_f1:
-            best_tau, best_f1 = float(tau), f1
+    best_tau, best_f1 = f1_threshold({q: canonical_scores[q] for q in queries}, relevant, grid_points)
     per_query: dict[str, float] = {}
     presentations = None
     for q in queries:

@@ -42,6 +42,12 @@ def scores_by_query(run: pl.DataFrame) -> dict[str, dict[str, float]]:
     return out
 
 
+def relevant_sets(qrels: pl.DataFrame, relevant_grade: int) -> dict[str, set[str]]:
+    """Each query's documents graded at least ``relevant_grade``."""
+    rel = qrels.filter(pl.col("relevance") >= relevant_grade).group_by("query_id", maintain_order=True).agg("doc_id")
+    return {q: set(d) for q, d in rel.iter_rows()}
+
+
 def bsc_presentations(shuffled: list[dict[str, dict[str, float]]], k: int,
                       limit: int | None = None) -> list[dict[str, dict[str, float]]]:
     """Mean scores over each disjoint group of ``k`` consecutive shuffles (queries scored in all of them);
@@ -103,9 +109,7 @@ def stability_table(canonical_run: pl.DataFrame, shuffled_runs: list[pl.DataFram
     shuffled = [scores_by_query(r) for r in shuffled_runs]
     if combine not in (AVERAGE_SCORES, AGGREGATE_LISTS, None):
         raise ValueError(f"combine {combine!r}: use {AVERAGE_SCORES}, {AGGREGATE_LISTS} or None")
-    rel = (qrels.filter(pl.col("relevance") >= relevant_grade).group_by("query_id", maintain_order=True)
-           .agg(pl.col("doc_id")))
-    relevant = {q: set(d) for q, d in rel.iter_rows()}
+    relevant = relevant_sets(qrels, relevant_grade)
     base_ndcg = _ndcg10(canonical, qrels)
     rows, query_rows = [], []
     for k in sorted(k for k in ks if k <= len(shuffled) and (k == 1 or combine)):

@@ -53,7 +53,7 @@ def load(spec: dict, key: str) -> Collection:
     if missing:
         raise PosbiasError(f"{key}: the rows have no {missing} column(s) (found {rows.column_names}); hf_responses "
                            f"reads UltraFeedback's schema: {PROMPT}, {RESPONSES}[{TEXT}, {RATING}]")
-    doc_ids, texts, qids, qtexts, rq, rd, rel = [], [], [], [], [], [], []
+    doc_ids, texts, qids, qtexts, rq, rel = [], [], [], [], [], []
     for i, row in enumerate(rows):
         qid = str(i)
         rated = [(j, r[TEXT], _grade(r.get(RATING))) for j, r in enumerate(row[RESPONSES] or [])]
@@ -66,9 +66,8 @@ def load(spec: dict, key: str) -> Collection:
             doc_ids.append(f"{qid}-{j}")
             texts.append(text)
             rq.append(qid)
-            rd.append(f"{qid}-{j}")
             rel.append(g)
     if not qids:
         raise PosbiasError(f"{key}: no prompt has two rated responses; check `split` and the file's schema")
     return Collection(corpus=corpus_frame(doc_ids, texts), queries=queries_frame(qids, qtexts),
-                      qrels=qrels_frame(rq, rd, rel))
+                      qrels=qrels_frame(rq, doc_ids, rel))
