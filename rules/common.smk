@@ -142,7 +142,9 @@ STABILITY_TARGETS = pbconfig.stability_targets(config)
 RERANKING_EXPERIMENTS = [
     target[:3]
     for target in STABILITY_TARGETS
-    if pbconfig.is_grades(config, target[0]) and pbconfig.consumer_of(config, target[1]) == consumers.PASSAGE_RERANKING
+    if target[3] == "none"
+    and pbconfig.is_grades(config, target[0])
+    and pbconfig.consumer_of(config, target[1]) == consumers.PASSAGE_RERANKING
 ]
 DECISION_TARGETS = pbconfig.decision_targets(config)
 POOL_TARGETS = pbconfig.pool_targets(config)
@@ -169,16 +171,26 @@ def stability_outputs(wildcards, suffix, debias=None):
     return [f"{prefix}/{order}/{debias or wildcards.debias}.{suffix}" for order in stability_orders(wildcards)]
 
 
+def stability_plain(wildcards):
+    """A debiasing method's plain runs (debias none) of the same presentations, for its shift from
+    them, when the experiment has them."""
+    experiment = EXPERIMENTS[(wildcards.model, wildcards.dataset, wildcards.retriever)]
+    if wildcards.debias == "none" or "none" not in experiment.get("debias", ["none"]):
+        return []
+    return stability_outputs(wildcards, "parquet", "none")
+
+
 def stability_combine(wildcards):
     """How the stability job forms K > 1 presentations from disjoint groups of K shuffled orders: BSC@K's
-    mean scores (a pointwise scorer), PermSC@K's rank aggregation (a listwise model's plain lists), or
-    none (a debiased listwise method: K = 1 only)."""
-    if pbconfig.is_grades(config, wildcards.model):
-        return {"family": "pointwise", "combine": debiasing.AVERAGE_SCORES}
-    if wildcards.debias == "none":
-        aggregate = debiasing.AGGREGATE_LISTS
-        return {"family": "listwise", "combine": aggregate, **debiasing.options(config["reranking"], f"{aggregate}@1")}
-    return {"family": "listwise", "combine": None}
+    mean scores (a plain pointwise scorer), PermSC@K's rank aggregation (a plain listwise model's
+    lists), or none (a debiasing method: K = 1 only)."""
+    family = "pointwise" if pbconfig.is_grades(config, wildcards.model) else "listwise"
+    if wildcards.debias != "none":
+        return {"family": family, "combine": None}
+    if family == "pointwise":
+        return {"family": family, "combine": debiasing.AVERAGE_SCORES}
+    aggregate = debiasing.AGGREGATE_LISTS
+    return {"family": family, "combine": aggregate, **debiasing.options(config["reranking"], f"{aggregate}@1")}
 
 
 def reader_settings():

@@ -42,6 +42,7 @@ rule stability:
     input:
         runs=lambda w: stability_outputs(w, "parquet"),
         costs=lambda w: stability_outputs(w, "cost.parquet"),
+        plain=stability_plain,
         qrels="results/data/{dataset}/qrels.parquet",
     output:
         table="results/metrics/stability/{model}/{dataset}/{retriever}/{debias}.parquet",
@@ -139,7 +140,8 @@ rule pool_design:
         qrels="results/data/{dataset}/qrels.parquet",
         model=lambda w: reranker_model_input(w.model),
     output:
-        "results/metrics/pool/{model}/{dataset}/{retriever}.parquet",
+        table="results/metrics/pool/{model}/{dataset}/{retriever}.parquet",
+        cost="results/metrics/pool/{model}/{dataset}/{retriever}.cost.parquet",
     log:
         "logs/metrics/pool/{model}/{dataset}/{retriever}.log",
     benchmark:
@@ -152,7 +154,6 @@ rule pool_design:
         gpu=lambda w: model_gpus(w.model),
     params:
         pool={k: v for k, v in config["ocsft"]["pool"].items() if k != "datasets"},
-        window=lambda w: pbconfig.consumer_window(config, w.dataset) or config["models"][w.model]["grade_window"],
         model=lambda w: model_settings(w.model),
         model_path=lambda w: reranker_model_path(w.model),
         word_budget=config["reranking"]["word_budget"],

@@ -104,7 +104,7 @@ def test_a_debias_wrapper_keeps_the_base_capabilities():
 
 
 @pytest.mark.parametrize("name", ["none", "capcal", "capcal@na-50", "capcal@empty_1", "permsc@1", "permsc@20",
-                                  "permsc-window@3", "bsc@3"])
+                                  "permsc-window@3", "bsc@3", "roundrobin@20", "rename@1"])
 def test_debias_grammar_round_trips_and_matches_the_wildcard_pattern(name):
     assert str(debiasing.parse(name)) == name
     assert re.fullmatch(debiasing.PATTERN, name)

@@ -296,7 +296,8 @@ def test_stability_all_puts_both_families_on_the_queries_every_row_scored():
         rows.append(pl.DataFrame({"model": model, "dataset": "d", "retriever": "bm25", "debias": debias, "family": family,
                                   "k": k, "query_id": [f"q{q}" for q in range(n)], "ndcg10": 0.5,
                                   "tau_psi": [psi + (0.5 if q >= 10 else 0.0) for q in range(n)], "jaccard": 0.9,
-                                  "tie_rate": 0.0, "dispersion": 0.1, "top10_instability": 0.2}))
+                                  "tie_rate": 0.0, "dispersion": 0.1, "top10_instability": 0.2,
+                                  "plain_shift": 0.25 if debias == "capcal" else float("nan")}))
     per_query = pl.concat(rows).with_columns(pl.col("k").cast(pl.Int32))
     single = per_query.filter(pl.col("model") == "pw").with_columns(k=pl.lit(3, pl.Int32), tau_psi=float("nan"))
     result = paper.stability_all(pl.concat([per_query, single]), {"lw-s1": "lw", "lw-s2": "lw"})
@@ -307,3 +308,6 @@ def test_stability_all_puts_both_families_on_the_queries_every_row_scored():
     assert got[("lw", "none")]["tau_psi"] == pytest.approx(0.3) and got[("lw", "none")]["seeds"] == 2
     assert got[("lw", "none")]["tau_psi_sd"] == pytest.approx(0.1414, abs=1e-4)
     assert got[("pw", "bsc@2")]["tau_psi"] == pytest.approx(0.2)
+    assert got[("lw", "capcal")]["plain_shift"] == pytest.approx(0.25) and math.isnan(got[("lw", "none")]["plain_shift"])
+    shifts = {(r["model"], r["method"]): r["shift from plain"] for r in result.view.iter_rows(named=True)}
+    assert shifts[("lw", "capcal")].startswith("0.250") and shifts[("lw", "none")] == "–"

@@ -36,7 +36,10 @@ def test_the_design_keeps_the_head_and_varies_companions_and_arrangements():
 
 def _summary(reranker):
     cells, _ = pool.design(_lists(), 6, 3, 4, 3, 0)
-    return pool.summarise(pool.score(reranker, _lists(), cells, 8), 3, KEYS)
+    scores, cost = pool.score(reranker, _lists(), cells, 8)
+    assert cost["windows"].to_list() == [4 * 3] * 3  # pools × arrangements windows per query, one call each
+    assert cost["calls"].to_list() == [4 * 3] * 3
+    return pool.summarise(scores, 3, KEYS)
 
 
 def test_known_answers_from_simulated_graders():

@@ -366,7 +366,8 @@ def test_ocsft_lowers_order_dependence_against_single_order_on_the_toy(workdir):
     retention Jaccard, quality at least as high; all four baselines train and are evaluated; λ is
     chosen on the held-out split; N = 2, 4, 8 and the no-anchor ablation run. On the other two consumers
     (multi-document QA with a simulated reader, response ranking) OC-SFT's decisions flip less; in the
-    pool-replacement design its scores carry less order residual than single order's."""
+    pool-replacement design its scores carry less order residual than single order's. The prompt-side
+    alternatives (round-robin windowing, marker renaming) run beside the plain scorers."""
     out = snakemake(workdir, "--cores", "2", configfile=REPO / "config" / "examples" / "ocsft-toy.yaml", timeout=2400)
     assert out.returncode == 0, out.stderr[-4000:]
     tables = workdir / "results" / "tables"
@@ -406,6 +407,21 @@ def test_ocsft_lowers_order_dependence_against_single_order_on_the_toy(workdir):
     # measured: order residual 0.084 ± 0.012 of the variance vs 0.747 ± 0.007; Pool-PSI 0.010 vs 0.040
     assert pool["toy-ocsft"]["order_share"] + 0.3 < pool["toy-single-order"]["order_share"], pool
     assert (workdir / "results" / "figures" / "variance_decomposition.png").is_file()
+    # the prompt-side alternatives beside the plain scorers (stability_all): rotating through every slot
+    # leaves the slot-biased teacher no order to act on, and it reads no prompt, so renamed markers move
+    # nothing; single order with 4 rotations per window, and relabelled once (its marker sensitivity)
+    alt = {(r["variant"], r["method"]): r for r in pl.read_csv(tables / "stability_all.csv")
+           .filter(pl.col("dataset") == "toy").iter_rows(named=True)}
+    assert alt["slot-teacher", "roundrobin@20"]["tau_psi"] < 1e-9 and alt["slot-teacher", "roundrobin@20"]["jaccard"] > 1 - 1e-9
+    assert alt["slot-teacher", "rename@1"]["plain_shift"] == 0.0 and alt["slot-teacher", "none"]["tau_psi"] > 0.3
+    # measured: τ-PSI 0.322 ± 0.001 with 4 rotations vs 0.451 ± 0.003 plain; rename@1 moves 0.025 ± 0.008 of pairs
+    rotated, plain = alt["toy-single-order", "roundrobin@4"], alt["toy-single-order", "none"]
+    assert rotated["seeds"] == 2 and rotated["tau_psi"] + 0.05 < plain["tau_psi"], (rotated, plain)
+    assert alt["toy-single-order", "rename@1"]["plain_shift"] > 0  # the language model reads its markers
+    # the compute plan counts the pool design's windows exactly
+    check = pl.read_csv(tables / "plan_check.csv").filter(pl.col("family") == "pool_design")
+    assert check.height == 6 and (check["calls_match"] == check["orders"]).all()
+    assert (check["tokens_match"] == check["orders"]).all()
 
 
 @pytest.mark.parametrize(
@@ -487,15 +503,17 @@ def test_capcal_paper_preset_plans_the_whole_dag(workdir, preset_plans):
 
 def test_ocsft_paper_preset_plans_the_whole_dag(workdir, preset_plans):
     counts = _planned(workdir, "ocsft")
-    assert _plan_jobs(preset_plans, "ocsft") == {k: counts[k] for k in ("rerank", "silver_labels", "train")}
+    assert _plan_jobs(preset_plans, "ocsft") == {k: counts[k] for k in ("rerank", "silver_labels", "pool_design", "train")}
     assert counts["train"] == 3 * 5  # ocsft and its four baselines for each of the three consumers
     # self-distilled on MS MARCO, NQ and UltraFeedback: first-stage order, and 10 shuffles for two baselines
     assert counts["silver_labels"] == 3 * 2
-    assert counts["stability"] == 24 and counts["stability_table"] == 1
-    # passage reranking: 12 experiments with 20 position orders; QA and response ranking: 12 over shuffles
-    assert counts["rerank_order"] == 12 * (1 + 100 + 20) + 12 * (1 + 100)
+    # 24 experiments, and the base model's three prompt-side alternatives on DL19 and DL20
+    assert counts["stability"] == 24 + 2 * 3 and counts["stability_table"] == 1
+    # passage reranking: 12 experiments with 20 position orders; QA and response ranking: 12 over shuffles;
+    # the prompt-side alternatives over the original and shuffled orders
+    assert counts["rerank_order"] == 12 * (1 + 100 + 20) + 12 * (1 + 100) + 2 * 3 * 101
     # per experiment, one model load per 25 orders: 101 original and shuffled orders in 5, 20 positions in 1
-    assert counts["rerank"] == 12 * (5 + 1) + 12 * 5
+    assert counts["rerank"] == 12 * (5 + 1) + 12 * 5 + 2 * 3 * 5
     assert counts["decisions"] == 12 and counts["decisions_table"] == 1 and counts["answers"] == 1
     assert counts["retrieve"] == 2 and counts["retrieve_listed"] == 2  # prebuilt BM25 on NQ, UltraFeedback's lists
     assert counts["pool_design"] == 12 and counts["pool_figures"] == 1  # every pointwise scorer on DL19 and DL20

@@ -518,9 +518,7 @@ def check_experiments(config: dict) -> None:
             raise ValueError(f"config: {where}.dataset {e['dataset']!r} is not a datasets entry")
         if e["retriever"] not in dataset_retrievers(config, e["dataset"]):
             raise ValueError(f"config: {where}.retriever {e['retriever']!r} is not run on dataset {e['dataset']!r}")
-        if model.get("mode") == "grades" and set(e.get("debias", ["none"]) + e.get("position_debias", ["none"])) != {"none"}:
-            raise ValueError(f"config: {where}: {e['model']!r} is a pointwise grades scorer; its debiasing (BSC@K) "
-                             "is computed by the stability stage, so leave `debias` out")
+        family = "pointwise" if model.get("mode") == "grades" else "listwise"
         for key in ("debias", "position_debias"):
             for name in e.get(key, []):
                 try:
@@ -528,6 +526,11 @@ def check_experiments(config: dict) -> None:
                     debiasing.options(config["reranking"], name)  # e.g. a variant that is not defined
                 except ValueError as exc:
                     raise ValueError(f"config: {where}.{key}: {exc}") from None
+                if family not in debiasing.METHODS[spec.method].families:
+                    fits = ", ".join(n for n, m in debiasing.METHODS.items() if family in m.families)
+                    raise ValueError(f"config: {where}.{key}: {name} does not apply to {e['model']!r}, a {family} "
+                                     f"scorer (a pointwise scorer's BSC@K comes from its shuffled orders in the "
+                                     f"stability stage); use one of {fits}")
                 if spec.level == "list":
                     missing = [o for o in list_inputs(name) if o not in orders_of(config, e)]
                     if key == "position_debias":
@@ -572,18 +575,15 @@ def is_grades(config: dict, model: str) -> bool:
 
 def stability_targets(config: dict) -> list[tuple[str, str, str, str]]:
     """Every (model, dataset, retriever, debias) whose decision stability is measured, among the
-    experiments with at least two shuffled orders: each pointwise one (debias none; BSC@K rows from
-    its shuffled orders), and each window-level debiasing method of a listwise one (for ``none`` also
-    PermSC@K rows: its shuffled lists aggregated in disjoint groups of K)."""
+    experiments with at least two shuffled orders: each window-level debiasing method of each (for
+    ``none`` also K > 1 rows from its shuffled orders: BSC@K of a pointwise scorer, PermSC@K of a
+    listwise one)."""
     out = []
     for e in config["reranking"]["experiments"]:
-        key = experiment_key(e)
         if sum(o.startswith("shuffled-") for o in orders_of(config, e)) < 2:
             continue  # stability needs two presentations
-        if is_grades(config, key[0]):
-            out.append((*key, "none"))
-        else:
-            out += [(*key, d) for d in dict.fromkeys(e.get("debias", ["none"])) if debiasing.parse(d).level != "list"]
+        out += [(*experiment_key(e), d) for d in dict.fromkeys(e.get("debias", ["none"]))
+                if debiasing.parse(d).level != "list"]
     return list(dict.fromkeys(out))
 
 

@@ -1,7 +1,8 @@
 """Inference-time debiasing methods: the one registry behind the ``debias`` wildcard.
 
 A ``debias`` value is a method name, with ``@K`` for the methods that take a number of views
-(``none``, ``capcal``, ``permsc@K``, ``permsc-window@K``, ``bsc@K``) and an optional ``@NAME`` for
+(``none``, ``capcal``, ``permsc@K``, ``permsc-window@K``, ``bsc@K``, and the prompt-side alternatives
+``roundrobin@R`` and ``rename@K``) and an optional ``@NAME`` for
 those with named variants (``capcal@NAME``: the content-free placeholder, its length and α of
 ``reranking.capcal.variants.NAME``, to sweep them). The wildcard constraints,
 the config checks, the table labels and the reranking jobs all read :data:`METHODS`; nothing else
@@ -36,7 +37,9 @@ class DebiasMethod:
     (so a job's params hold only those, and an edit elsewhere reruns none of its jobs).
     ``takes_k``: the value is ``name@K``; ``takes_variant``: ``name`` or ``name@VARIANT``.
     ``level``: ``window`` (a wrapper; None: the base reranker itself) or ``list`` (combines the
-    experiment's reranked shuffled lists; no wrapper).
+    experiment's reranked shuffled lists; no wrapper). ``families``: the scorers it applies to,
+    ``listwise`` rerankers and/or ``pointwise`` Grades scorers (whose BSC@K the stability stage
+    computes from their shuffled orders, so the permutation methods are listwise only here).
     """
 
     name: str
@@ -46,13 +49,17 @@ class DebiasMethod:
     level: str = "window"
     takes_variant: bool = False
     settings: Callable[[dict, DebiasSpec], dict] = lambda reranking, spec: {}
+    families: frozenset[str] = frozenset({"listwise"})
 
 
-def _permutation(average_scores: bool) -> Callable:
+def _views(wrapper: str, average_scores: bool | None) -> Callable:
+    """Build a view-aggregating wrapper of :mod:`posbias.rerankers.debiased` by class name; scores
+    averaged (``average_scores``; None: when the base is pointwise) or rankings aggregated."""
     def build(base, spec, seed, settings):
-        from posbias.rerankers.debiased import PermutationDebiased
+        from posbias.rerankers import debiased
 
-        return PermutationDebiased(base, spec.k, seed, settings["aggregation"], average_scores)
+        average = base.pointwise if average_scores is None else average_scores
+        return getattr(debiased, wrapper)(base, spec.k, seed, settings["aggregation"], average)
 
     return build
 
@@ -84,15 +91,21 @@ def _capcal(base, spec, seed, settings):
 
 
 METHODS: dict[str, DebiasMethod] = {m.name: m for m in (
-    DebiasMethod("none", False, "no debiasing", None),
+    DebiasMethod("none", False, "no debiasing", None, families=frozenset({"listwise", "pointwise"})),
     DebiasMethod("capcal", False, "CapCal (content-agnostic calibration){variant}", _capcal, takes_variant=True,
                  settings=_capcal_settings),
     DebiasMethod("permsc", True, "PermSC@{k} (the {k} reranked shuffled lists aggregated)", None, level="list",
                  settings=_aggregation),
     DebiasMethod("permsc-window", True, "PermSC-window@{k} ({k} shuffles of each window aggregated)",
-                 _permutation(average_scores=False), settings=_aggregation),
-    DebiasMethod("bsc", True, "BSC@{k} (scores averaged over {k} shuffles)", _permutation(average_scores=True),
-                 settings=_aggregation),
+                 _views("PermutationDebiased", average_scores=False), settings=_aggregation),
+    DebiasMethod("bsc", True, "BSC@{k} (scores averaged over {k} shuffles)",
+                 _views("PermutationDebiased", average_scores=True), settings=_aggregation),
+    DebiasMethod("roundrobin", True, "round-robin@{k} ({k} rotations of each window combined)",
+                 _views("RoundRobin", average_scores=None), settings=_aggregation,
+                 families=frozenset({"listwise", "pointwise"})),
+    DebiasMethod("rename", True, "rename@{k} ({k} relabellings of each window's markers, scores averaged)",
+                 _views("MarkerRenamed", average_scores=True), settings=_aggregation,
+                 families=frozenset({"pointwise"})),
 )}
 
 

@@ -1,6 +1,6 @@
 """The compute plan of a config: what a run costs, known before it runs (``snakemake plan``).
 
-Per rule family (``rerank``, ``propensity_rerank``, ``silver_labels``, ``train``) and model: jobs, model
+Per rule family (``rerank``, ``propensity_rerank``, ``silver_labels``, ``pool_design``, ``train``) and model: jobs, model
 loads, windows, model calls, prompt tokens, and the device-hours they take on one device of the
 throughput table (``config/throughput.yaml``, :func:`with_seconds` and :func:`summary`).
 
@@ -37,14 +37,14 @@ import polars as pl
 import yaml
 
 from posbias import config as pbconfig
-from posbias import debiasing, methods, orders, propensity, rerankers, schemas, silver
+from posbias import debiasing, methods, orders, pool, propensity, rerankers, schemas, silver
 from posbias.data.collection import grades_by_query, passage_texts
 from posbias.errors import PosbiasError
 from posbias.models import resolve
 from posbias.rerank import Experiment, present_candidates, rerank, rerank_order, window_of
 from posbias.rerankers import Window
 
-FAMILIES = ("rerank", "propensity_rerank", "silver_labels", "train")
+FAMILIES = ("rerank", "propensity_rerank", "silver_labels", "pool_design", "train")
 ORDER_SCHEMA = {"family": pl.String, "model": pl.String, "dataset": pl.String, "retriever": pl.String,
                 "debias": pl.String, "order": pl.String, "job": pl.String, "queries": pl.Int64,
                 "windows": pl.Int64, "calls": pl.Int64, "prompt_tokens": pl.Int64, "calls_exact": pl.Boolean,
@@ -76,8 +76,8 @@ class RuleOfThumbTokenizer:
         return [str(i) for i in ids]
 
 
-# what the stability, decisions and pool stages alone read of the ocsft section (not the plan)
-_STABILITY_ONLY = ("bsc_k", "presentations", "grid_points", "dev", "pool")
+# what the stability and decisions stages alone read of the ocsft section (not the plan)
+_STABILITY_ONLY = ("bsc_k", "presentations", "grid_points", "dev")
 
 
 def settings(config: dict) -> dict:
@@ -259,6 +259,21 @@ def plan_silver(config: dict, root: Path, scale=_unit) -> list[dict]:
     return out
 
 
+def plan_pool(config: dict, root: Path, scale=_unit) -> list[dict]:
+    """The pool_design jobs: each scorer's ``pools`` × ``orders`` windows per query of the pool design
+    (:func:`posbias.pool.layout`, the job's own code), scored by the counting model."""
+    out, data, settings = [], _Data(root), config["ocsft"]["pool"]
+    for m, d, r in pbconfig.pool_targets(config):
+        exp = data.experiment(d, r)
+        lists, cells, _ = pool.layout(exp.first_stage, exp.queries, exp.corpus, exp.grades, settings,
+                                      config["models"][m]["grade_window"], config["seed"])
+        reranker, exact = counting_reranker(config, m, exp.grades, config["reranking"]["word_budget"], root)
+        _, cost = pool.score(reranker, lists, cells, config["models"][m]["batch_size"])
+        out.append(_row("pool_design", m, d, r, "none", "pool", f"{d}/{r}", cost.height, cost, True, exact,
+                        scale(d, settings.get("queries"))))
+    return out
+
+
 def plan_train(config: dict, root: Path, scale=_unit) -> list[dict]:
     """Each train job: optimiser steps × lists per step, and its prompt tokens from a sample of its
     instances (listwise: the training set's lists as First prompts; pointwise: the first window of
@@ -299,7 +314,8 @@ def plan_orders(config: dict, root: Path = Path("."), scale=_unit) -> pl.DataFra
     """Every planned job order of the config (schema ``ORDER_SCHEMA``), from the data and first-stage
     runs under ``root``; ``scale(dataset, cap)`` is the number of real queries each list stands for
     (1, except for :class:`posbias.dry_plan.StandIns`)."""
-    rows = [row for part in (plan_rerank, plan_propensity, plan_silver, plan_train) for row in part(config, root, scale)]
+    rows = [row for part in (plan_rerank, plan_propensity, plan_silver, plan_pool, plan_train)
+            for row in part(config, root, scale)]
     return pl.DataFrame(rows, schema=ORDER_SCHEMA)
 
 
@@ -471,7 +487,7 @@ def compare(planned: pl.DataFrame, actual: pl.DataFrame) -> pl.DataFrame:
 
 def cost_files(config: dict) -> list[tuple[dict, str]]:
     """(plan keys, path) of every cost file a run writes for a planned job order: each window-level
-    rerank order, the propensity reranking and the silver labels of a model teacher."""
+    rerank order, the propensity reranking, the silver labels of a model teacher and each pool design."""
     out = []
     for m, d, r, order, debias in pbconfig.rerank_grid(config):
         if debiasing.parse(debias).level == "window":
@@ -489,6 +505,9 @@ def cost_files(config: dict) -> list[tuple[dict, str]]:
                          "retriever": pbconfig.silver_retriever(config, run["data"]), "debias": "none",
                          "order": f"t{pbconfig.silver_shuffles(config, run)}"},
                         pbconfig.silver_path(config, run).removesuffix(".parquet") + ".cost.parquet"))
+    for m, d, r in pbconfig.pool_targets(config):
+        out.append(({"family": "pool_design", "model": m, "dataset": d, "retriever": r, "debias": "none",
+                     "order": "pool"}, f"results/metrics/pool/{m}/{d}/{r}.cost.parquet"))
     return list({path: (keys, path) for keys, path in out}.values())
 
 

@@ -16,14 +16,16 @@ A query with fewer than B − kept other candidates cannot be varied and is left
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import polars as pl
 import pyarrow as pa
+from tqdm import tqdm
 
-from posbias import metrics, schemas
+from posbias import metrics, orders, schemas
 from posbias.permute import derive_seed, fisher_yates
-from posbias.rerank import Candidates
+from posbias.rerank import Candidates, charge, cost_table, new_cost, present_candidates
 from posbias.rerankers import Reranker, Window
 
 
@@ -58,19 +60,38 @@ def design(lists: list[Candidates], window: int, kept: int, pools: int, orders: 
     return cells, skipped
 
 
-def score(reranker: Reranker, lists: list[Candidates], cells: list[Cell], batch_size: int) -> pl.DataFrame:
-    """Each kept-or-companion document's score in each cell: query_id, pool, order, slot, doc_id, score."""
+def layout(first_stage: pl.DataFrame, queries: pl.DataFrame, corpus: pl.DataFrame, grades: dict[str, dict[str, int]],
+           settings: dict, window: int, seed: int) -> tuple[list[Candidates], list[Cell], list[str]]:
+    """One pool job's candidate lists (each query's first-stage top ``settings["depth"]``, the first
+    ``settings["queries"]`` queries), the design's cells over them and the queries left out. The
+    ``pool_design`` job and the compute plan (:mod:`posbias.plan`) both call this."""
+    shown = present_candidates(first_stage, queries, corpus, grades, orders.parse("original"), seed, settings["depth"],
+                               None, None, settings.get("queries"))
+    cells, skipped = design(shown.lists, window, settings["kept"], settings["pools"], settings["orders"], seed)
+    return shown.lists, cells, skipped
+
+
+def score(reranker: Reranker, lists: list[Candidates], cells: list[Cell], batch_size: int,
+          ) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(each kept-or-companion document's score in each cell: query_id, pool, order, slot, doc_id, score;
+    the per-query cost, as :func:`posbias.rerank.rerank` writes it). The job and the compute plan
+    (:mod:`posbias.plan`) both call this."""
     by_query = {c.query_id: c for c in lists}
+    cost = new_cost(dict.fromkeys(x.query_id for x in cells))
     rows = []
-    for b in range(0, len(cells), batch_size):
+    for b in tqdm(range(0, len(cells), batch_size), desc="pool windows", unit="batch", mininterval=5):
         batch = cells[b:b + batch_size]
         windows = [Window(x.query_id, by_query[x.query_id].query, list(x.doc_ids),
                           [by_query[x.query_id].texts[d] for d in x.doc_ids]) for x in batch]
-        for cell, result in zip(batch, reranker.rank(windows)):
+        started = time.perf_counter()
+        results = reranker.rank(windows)
+        charge(cost, [x.query_id for x in batch], results, time.perf_counter() - started)
+        for cell, result in zip(batch, results):
             rows += [(cell.query_id, cell.pool, cell.order, slot, d, float(s))
                      for slot, (d, s) in enumerate(zip(cell.doc_ids, result.scores))]
-    return pl.DataFrame(rows, schema={"query_id": pl.String, "pool": pl.Int32, "order": pl.Int32, "slot": pl.Int32,
-                                      "doc_id": pl.String, "score": pl.Float64}, orient="row")
+    scores = pl.DataFrame(rows, schema={"query_id": pl.String, "pool": pl.Int32, "order": pl.Int32, "slot": pl.Int32,
+                                        "doc_id": pl.String, "score": pl.Float64}, orient="row")
+    return scores, cost_table(cost)
 
 
 def summarise(scores: pl.DataFrame, kept: int, keys: dict[str, str]) -> pl.DataFrame:

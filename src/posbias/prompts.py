@@ -21,6 +21,7 @@ prompt (the identifier logits after the final ``[``); it is not meant for pretra
 from __future__ import annotations
 
 import string
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 SYSTEM = "You are RankLLM, an intelligent assistant that can rank passages based on their relevancy to the query."
@@ -67,10 +68,12 @@ def user_message(query: str, passages: list[str], style: str = "letters") -> str
     return head + body + tail
 
 
-def grades_message(query: str, passages: list[str]) -> str:
-    """The batched pointwise instruction (OC-SFT): numbered documents, one 0–3 grade each, no ranking."""
+def grades_message(query: str, passages: list[str], markers: Sequence[int] | None = None) -> str:
+    """The batched pointwise instruction (OC-SFT): numbered documents, one 0–3 grade each, no ranking.
+
+    ``markers`` number the slots (default ``1 … n`` in slot order; marker renaming passes a permutation)."""
     n = len(passages)
-    body = "".join(f"[{i}] {text}\n" for i, text in enumerate(passages, start=1))
+    body = "".join(f"[{i}] {text}\n" for i, text in zip(markers or range(1, n + 1), passages))
     return (
         f"I will provide you with {n} documents, each indicated by a numerical identifier []. "
         f"Grade the relevance of each document to the search query: {query}.\n\n{body}"
@@ -107,12 +110,12 @@ class Prompt:
 
 def render(tokenizer, query: str, passages: list[str], word_budget: int, max_tokens: int | None = None,
            answer_prefix: str = "", message=user_message, style: str = "rankzephyr",
-           id_style: str = "letters") -> Prompt:
+           id_style: str = "letters", markers: Sequence[int] | None = None) -> Prompt:
     """The full prompt text up to the assistant's answer (plus ``answer_prefix``), fitted to ``max_tokens``.
 
     ``message(query, passages)`` writes the user turn: :func:`user_message` (listwise ranking, with
     ``id_style`` identifiers, after the :data:`SYSTEM` turn) or :func:`grades_message` (batched
-    pointwise grading, after :data:`GRADES_SYSTEM`). ``style="compact"`` writes :func:`compact_text`
+    pointwise grading with slot ``markers``, after :data:`GRADES_SYSTEM`). ``style="compact"`` writes :func:`compact_text`
     instead (listwise only). Chat templates get ``enable_thinking=False`` (Qwen3's then answers at
     once; the others ignore it).
     """
@@ -124,7 +127,7 @@ def render(tokenizer, query: str, passages: list[str], word_budget: int, max_tok
     while True:
         cut = [truncate_words(p, budget) for p in passages]
         shown = [c[0] for c in cut]
-        user = message(query, shown, id_style) if message is user_message else message(query, shown)
+        user = message(query, shown, id_style) if message is user_message else message(query, shown, markers)
         system = GRADES_SYSTEM if message is grades_message else SYSTEM
         if style == "compact":
             text = compact_text(query, shown, id_style)

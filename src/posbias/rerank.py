@@ -122,7 +122,7 @@ def rerank(reranker: Reranker, lists: list[Candidates], window: int = _RR["windo
     by_id = {c.name: c for c in lists}
     log: dict[str, list] = {k: [] for k in ("query_id", "window", "start", "end", "input_position", "doc_id",
                                             "score", "output_rank")}
-    cost = {qid: {"windows": 0, "calls": 0, "prompt_tokens": 0, "seconds": 0.0} for qid in current}
+    cost = new_cost(current)
     rounds = max((len(p) for p in plans.values()), default=0)
     total = sum(len(p) for p in plans.values())
     with tqdm(total=total, desc="windows", unit="win", mininterval=5) as bar:
@@ -137,15 +137,7 @@ def rerank(reranker: Reranker, lists: list[Candidates], window: int = _RR["windo
                     windows.append(Window(c.query_id, c.query, docs, [c.texts[d] for d in docs]))
                 started = time.perf_counter()
                 results = reranker.rank(windows)
-                elapsed = time.perf_counter() - started
-                tokens = [r.stats.get("prompt_tokens", 0) for r in results]
-                shares = [t / sum(tokens) for t in tokens] if sum(tokens) else [1 / len(results)] * len(results)
-                for (qid, _), res, share in zip(chunk, results, shares):
-                    c = cost[qid]
-                    c["windows"] += 1
-                    c["calls"] += res.stats.get("calls", 1)
-                    c["prompt_tokens"] += res.stats.get("prompt_tokens", 0)
-                    c["seconds"] += elapsed * share
+                charge(cost, [qid for qid, _ in chunk], results, time.perf_counter() - started)
                 for (qid, (start, end)), win, res in zip(chunk, windows, results):
                     if pointwise:
                         scored[qid].update(zip(win.doc_ids, res.scores))
@@ -176,10 +168,33 @@ def rerank(reranker: Reranker, lists: list[Candidates], window: int = _RR["windo
     window_log = pl.DataFrame(log, schema={"query_id": pl.String, "window": pl.Int32, "start": pl.Int32,
                                            "end": pl.Int32, "input_position": pl.Int32, "doc_id": pl.String,
                                            "score": pl.Float64, "output_rank": pl.Int32})
-    cost_table = pl.DataFrame([{"query_id": q, **c} for q, c in cost.items()],
-                              schema={"query_id": pl.String, "windows": pl.Int64, "calls": pl.Int64,
-                                      "prompt_tokens": pl.Int64, "seconds": pl.Float64})
-    return run, window_log, cost_table
+    return run, window_log, cost_table(cost)
+
+
+def new_cost(query_ids) -> dict[str, dict]:
+    """Empty per-query cost counters (windows, calls, prompt tokens, seconds) for :func:`charge`."""
+    return {qid: {"windows": 0, "calls": 0, "prompt_tokens": 0, "seconds": 0.0} for qid in query_ids}
+
+
+def charge(cost: dict[str, dict], query_ids: list[str], results: list, elapsed: float) -> None:
+    """Add one batch's windows (``results[i]`` a window of ``query_ids[i]``) to ``cost``: each window's calls
+    and prompt tokens from its stats, and the batch's measured seconds shared among its windows in
+    proportion to their prompt tokens (equally when the model reads no tokens)."""
+    tokens = [r.stats.get("prompt_tokens", 0) for r in results]
+    shares = [t / sum(tokens) for t in tokens] if sum(tokens) else [1 / len(results)] * len(results)
+    for qid, res, share in zip(query_ids, results, shares):
+        c = cost[qid]
+        c["windows"] += 1
+        c["calls"] += res.stats.get("calls", 1)
+        c["prompt_tokens"] += res.stats.get("prompt_tokens", 0)
+        c["seconds"] += elapsed * share
+
+
+def cost_table(cost: dict[str, dict]) -> pl.DataFrame:
+    """The per-query cost table (schema ``cost``) of :func:`charge`'s counters."""
+    return pl.DataFrame([{"query_id": q, **c} for q, c in cost.items()],
+                        schema={"query_id": pl.String, "windows": pl.Int64, "calls": pl.Int64,
+                                "prompt_tokens": pl.Int64, "seconds": pl.Float64})
 
 
 @dataclass

@@ -208,11 +208,13 @@ STABILITY = pa.schema(
         ("tie_rate", pa.float64()),
         ("dispersion", pa.float64()),
         ("top10_instability", pa.float64()),
+        ("plain_shift", pa.float64()),
     ]
 )
 # The same per query (K = 1: the plain scorer; K > 1: BSC@K or PermSC@K), for paired tests between
 # methods: STABILITY's keys, the query, and the per-query values.
-STABILITY_QUERY_VALUES = ("ndcg10", "tau_psi", "jaccard", "tie_rate", "dispersion", "top10_instability")
+STABILITY_QUERY_VALUES = ("ndcg10", "tau_psi", "jaccard", "tie_rate", "dispersion", "top10_instability",
+                          "plain_shift")
 STABILITY_QUERIES = pa.schema(
     [STABILITY.field(n) for n in ("model", "dataset", "retriever", "debias", "family", "k")]
     + [pa.field("query_id", pa.string())]

@@ -81,26 +81,36 @@ class GradesEncoder:
     def __init__(self, tokenizer, word_budget: int, max_context: int | None):
         self.tokenizer, self.word_budget, self.max_context = tokenizer, word_budget, max_context
         self.grades = grade_tokens(tokenizer)
-        self._skeletons: dict[int, tuple[list[int], list[int]]] = {}
+        self._skeletons: dict[tuple[int, ...], tuple[list[int], list[int]]] = {}
 
-    def skeleton(self, n: int) -> tuple[list[int], list[int]]:
-        """(ids, read offsets) of ``Grades:`` and n lines ``[i] Grade: 0``."""
-        if n not in self._skeletons:
-            ids: list[int] = []
-            reads = []
-            for i in range(1, n + 1):
-                head = "Grades:\n" if i == 1 else "\n"
-                ids += self.tokenizer(f"{head}[{i}] Grade{self.grades.tail}", add_special_tokens=False)["input_ids"]
-                reads.append(len(ids) - 1)
-                ids.append(self.grades.ids[0])
-            self._skeletons[n] = (ids, reads)
-        return self._skeletons[n]
+    def skeleton(self, markers: tuple[int, ...]) -> tuple[list[int], list[int]]:
+        """(ids, read offsets) of ``Grades:`` and one line ``[m] Grade: 0`` per slot, ``m`` its marker.
 
-    def encode(self, query: str, passages: list[str]) -> tuple[list[int], list[int], int]:
-        """(input ids, slot read positions, passages cut to the word budget)."""
-        skeleton, reads = self.skeleton(len(passages))
+        The canonical skeletons (markers ``1 … n``) are cached; renamed ones are built each time."""
+        if markers in self._skeletons:
+            return self._skeletons[markers]
+        ids: list[int] = []
+        reads = []
+        for line, m in enumerate(markers):
+            head = "Grades:\n" if line == 0 else "\n"
+            ids += self.tokenizer(f"{head}[{m}] Grade{self.grades.tail}", add_special_tokens=False)["input_ids"]
+            reads.append(len(ids) - 1)
+            ids.append(self.grades.ids[0])
+        if markers == tuple(range(1, len(markers) + 1)):
+            self._skeletons[markers] = (ids, reads)
+        return ids, reads
+
+    def encode(self, query: str, passages: list[str], markers: tuple[int, ...] | None = None,
+               ) -> tuple[list[int], list[int], int]:
+        """(input ids, slot read positions, passages cut to the word budget); ``markers`` label the slots
+        in the documents and the answer skeleton alike (default ``1 … n``)."""
+        markers = markers or tuple(range(1, len(passages) + 1))
+        if sorted(markers) != list(range(1, len(passages) + 1)):
+            raise ValueError(f"markers {markers} are not a permutation of 1 … {len(passages)}")
+        skeleton, reads = self.skeleton(markers)
         budget = self.max_context - len(skeleton) if self.max_context else None
-        prompt = render(self.tokenizer, query, passages, self.word_budget, budget, message=grades_message)
+        prompt = render(self.tokenizer, query, passages, self.word_budget, budget, message=grades_message,
+                        markers=markers)
         ids = prompt.input_ids or self.tokenizer(prompt.text, add_special_tokens=True)["input_ids"]
         return ids + skeleton, [len(ids) + r for r in reads], prompt.truncated
 

@@ -13,6 +13,10 @@ K × M shuffled runs give every K its full M presentations. For each K:
 - ``jaccard`` / ``threshold`` / ``f1``: :func:`posbias.metrics.retention_jaccard` with τ* chosen on
   the canonical scores;
 - ``calls_per_query``: K × the model calls per query of one presentation;
+- ``plain_shift`` (K = 1 rows of a debiasing method, given the plain scorer's runs of the same
+  presentations): the mean over presentations of (1 − Kendall τ)/2 between the method's ranking and
+  the plain scorer's, 0 when the method moves no pair. For marker renaming (``rename@1``) this is
+  its sensitivity: the share of pairs that flip when only the slots' markers change;
 - the diagnostics, means over queries of each query's mean over presentations: ``tie_rate``
   (exactly tied score pairs), ``dispersion`` (score sd) and ``top10_instability`` (1 − mean pairwise
   Jaccard of the top-10 sets; :mod:`posbias.metrics`).
@@ -94,17 +98,36 @@ def _ndcg10(scores: dict[str, dict[str, float]], qrels: pl.DataFrame) -> float:
 QUERY_COLUMNS = schemas.STABILITY_QUERY_VALUES
 
 
+def _ranked(scores: dict[str, float]) -> list[str]:
+    return sorted(scores, key=lambda d: (-scores[d], d))
+
+
+def plain_shift(method: list[dict[str, dict[str, float]]], plain: list[dict[str, dict[str, float]]],
+                ) -> dict[str, float]:
+    """Per query, the mean over presentations (``method[i]`` and ``plain[i]`` score the same one) of
+    (1 − Kendall τ)/2 between the two rankings (:func:`posbias.metrics.tau_psi` of the pair)."""
+    if len(method) != len(plain):
+        raise ValueError(f"plain_shift: {len(method)} presentations of the method, {len(plain)} of the plain scorer")
+    shifts: dict[str, list[float]] = {}
+    for m, p in zip(method, plain):
+        for q in set(m) & set(p):
+            shifts.setdefault(q, []).append(metrics.tau_psi([_ranked(m[q]), _ranked(p[q])]))
+    return {q: float(np.mean(v)) for q, v in shifts.items()}
+
+
 def stability_table(canonical_run: pl.DataFrame, shuffled_runs: list[pl.DataFrame], qrels: pl.DataFrame,
                     relevant_grade: int, ks: list[int], keys: dict[str, str], calls_per_query: float,
                     grid_points: int = 41, presentations: int | None = 10, combine: str | None = AVERAGE_SCORES,
-                    aggregation: str | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
+                    aggregation: str | None = None, plain_runs: list[pl.DataFrame] | None = None,
+                    ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(STABILITY: one row per K in ``ks`` (K ≤ the number of shuffled runs), each over at most
     ``presentations`` (M) presentations; STABILITY_QUERIES: the same per query, for paired tests).
 
     ``combine`` says how K > 1 presentations are formed: BSC's mean scores (``AVERAGE_SCORES``, a
     pointwise scorer), PermSC's rank aggregation by ``aggregation`` of a listwise model's reranked
     lists (``AGGREGATE_LISTS``) or None (K = 1 rows only). ``keys`` names the rows (model, dataset,
-    retriever, debias, family)."""
+    retriever, debias, family). ``plain_runs``: for a debiasing method, the plain scorer's canonical
+    then shuffled runs (the same presentations), for ``plain_shift``."""
     canonical = scores_by_query(canonical_run)
     shuffled = [scores_by_query(r) for r in shuffled_runs]
     if combine not in (AVERAGE_SCORES, AGGREGATE_LISTS, None):
@@ -123,10 +146,14 @@ def stability_table(canonical_run: pl.DataFrame, shuffled_runs: list[pl.DataFram
             per_query[q]["ndcg10"] = float(np.mean([n.get(q, 0.0) for n in ndcg]))
             per_query[q]["tie_rate"] = float(np.mean([metrics.tie_rate(list(p[q].values())) for p in shown]))
             per_query[q]["dispersion"] = float(np.mean([metrics.score_dispersion(list(p[q].values())) for p in shown]))
+        if k == 1 and plain_runs is not None:
+            for q, shift in plain_shift([canonical, *shuffled], [scores_by_query(r) for r in plain_runs]).items():
+                if q in per_query:
+                    per_query[q]["plain_shift"] = shift
         jac = tau = f1 = math.nan
         if len(shown) >= 2 and common:
             for q in common:
-                ranked = [sorted(p[q], key=lambda d, p=p, q=q: (-p[q][d], d)) for p in shown]
+                ranked = [_ranked(p[q]) for p in shown]
                 per_query[q]["tau_psi"] = metrics.tau_psi(ranked)
                 per_query[q]["top10_instability"] = metrics.topk_instability(ranked, 10)
             over = {q: {d: [p[q][d] for p in shown] for d in shown[0][q]} for q in common}

@@ -7,16 +7,19 @@ from posbias.jobs import logged
 
 sm = snakemake  # noqa: F821
 with logged(sm, "stability") as log:
+    presented = ["original", *(o for o in sm.params.orders if o.startswith("shuffled-"))]
     runs = dict(zip(sm.params.orders, sm.input.runs))
+    plain = dict(zip(sm.params.orders, sm.input.plain))  # a debiasing method's plain runs (else empty)
     costs = pl.concat([schemas.read(p, "cost") for p in sm.input.costs])
     table, per_query = stability.stability_table(
         schemas.read(runs["original"], "run"),
-        [schemas.read(runs[o], "run") for o in sm.params.orders if o.startswith("shuffled-")],
+        [schemas.read(runs[o], "run") for o in presented[1:]],
         schemas.read(sm.input.qrels, "qrels"), sm.params.relevant_grade, sm.params.ocsft["bsc_k"],
         {"model": sm.wildcards.model, "dataset": sm.wildcards.dataset, "retriever": sm.wildcards.retriever,
          "debias": sm.wildcards.debias, "family": sm.params.combine["family"]},
         float(costs["calls"].mean()), sm.params.ocsft["grid_points"], sm.params.ocsft["presentations"],
-        sm.params.combine["combine"], sm.params.combine.get("aggregation"))
+        sm.params.combine["combine"], sm.params.combine.get("aggregation"),
+        [schemas.read(plain[o], "run") for o in presented] if plain else None)
     schemas.write(table, sm.output.table, "stability")
     schemas.write(per_query, sm.output.queries, "stability_queries")
     log.info("\n%s", table)

@@ -179,12 +179,12 @@ def stability_all(per_query: pl.DataFrame, variants: dict[str, str]) -> Table:
         common = set.intersection(*(set(ids) for ids in groups["query_id"].to_list()))
         kept = part.filter(pl.col("query_id").is_in(sorted(common)))
         per_model = kept.group_by("variant", "model", "family", "debias", "k", maintain_order=True).agg(
-            pl.col(*TESTED).mean())
+            pl.col(*TESTED, "plain_shift").mean())
         for (variant, family, debias, k), seeds in per_model.group_by("variant", "family", "debias", "k",
                                                                       maintain_order=True):
             row = {"dataset": dataset, "retriever": retriever, "family": family, "variant": variant,
                    "method": method_label(family, debias, k), "k": k, "seeds": seeds.height, "queries": len(common)}
-            for column in TESTED:
+            for column in (*TESTED, "plain_shift"):
                 row[column], row[f"{column}_sd"] = mean_sd(seeds[column].to_list())
             rows.append(row)
     data = pl.DataFrame(rows).sort("dataset", "retriever", "family", "variant", "k", "method") if rows else \
@@ -194,12 +194,16 @@ def stability_all(per_query: pl.DataFrame, variants: dict[str, str]) -> Table:
         "method": r["method"], "K": str(r["k"]), "seeds": str(r["seeds"]), "queries": str(r["queries"]),
         "nDCG@10 shuffled": fmt_sd(r["ndcg10"], r["ndcg10_sd"], 3), "τ-PSI": fmt_sd(r["tau_psi"], r["tau_psi_sd"], 3),
         "retention Jaccard": fmt_sd(r["jaccard"], r["jaccard_sd"], 3),
+        "shift from plain": fmt_sd(r["plain_shift"], r["plain_shift_sd"], 3) if not math.isnan(r["plain_shift"]) else "–",
     } for r in data.iter_rows(named=True)] if rows else [])
     notes = ("Every scorer with shuffled presentations, on the queries all rows of its dataset scored. Listwise "
              "models rank (their scores are rank-derived, so the retention set is a top-k cut chosen like τ*); "
-             "method: the debiasing method of the listwise runs (none: the plain model), "
-             f"{AGGREGATE_LISTS}@K: K reranked shuffles aggregated, {AVERAGE_SCORES}@K: a pointwise scorer's "
-             "scores averaged over K shuffles. τ-PSI: (1 − mean pairwise Kendall τ)/2 (lower = more stable); "
-             "retention Jaccard: mean pairwise Jaccard of the retained sets (higher = more stable); means ± sd "
-             "over seeds.")
+             "method: the inference-time debiasing method (none: the plain model; roundrobin@R: each window "
+             "in R rotations combined; rename@K: each Grades window with K relabellings of its markers, "
+             f"scores averaged), {AGGREGATE_LISTS}@K: K reranked shuffles aggregated, {AVERAGE_SCORES}@K: a "
+             "pointwise scorer's scores averaged over K shuffles. τ-PSI: (1 − mean pairwise Kendall τ)/2 "
+             "(lower = more stable); retention Jaccard: mean pairwise Jaccard of the retained sets (higher = "
+             "more stable); shift from plain: (1 − Kendall τ)/2 between a method's ranking and the plain "
+             "model's of the same presentation (rename@1: the marker-renaming sensitivity); means ± sd over "
+             "seeds.")
     return Table(data, view, notes)

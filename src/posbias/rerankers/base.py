@@ -22,12 +22,18 @@ from dataclasses import dataclass, field
 
 @dataclass
 class Window:
-    """One window of one query, in input order."""
+    """One window of one query, in input order.
+
+    ``markers``: the numbers a pointwise Grades prompt labels its slots with, in slot order (None:
+    ``1 … n``); marker renaming (:mod:`posbias.rerankers.debiased`) sets them, models without such a
+    prompt (listwise, simulated) ignore them.
+    """
 
     query_id: str
     query: str
     doc_ids: list[str]
     texts: list[str]
+    markers: tuple[int, ...] | None = None
 
 
 @dataclass

@@ -1,5 +1,6 @@
-"""Inference-time debiasing around any reranker: PermSC, BSC and CapCal (registered in
-:mod:`posbias.debiasing`, which parses the ``debias`` wildcard and builds these wrappers).
+"""Inference-time debiasing around any reranker: PermSC, BSC, round-robin windowing, marker renaming
+and CapCal (registered in :mod:`posbias.debiasing`, which parses the ``debias`` wildcard and builds
+these wrappers).
 
 - ``permsc-window@K``: rerank K seeded shuffles of each *window* and aggregate the K rankings
   (:func:`posbias.debias.aggregate`: Kemeny-optimal by default; Borda or RRF as cheaper choices).
@@ -7,6 +8,10 @@
   :mod:`posbias.permsc`, which needs no wrapper.
 - ``bsc@K``: the mean of each passage's score over K seeded shuffles, sorted (score-producing
   models); Borda over the K rankings for generation models.
+- ``roundrobin@R``: round-robin windowing, a prompt-side alternative: R cyclic rotations of each
+  window, spread evenly over its slots, aggregated like BSC (pointwise) or PermSC (listwise).
+- ``rename@K``: marker renaming, a prompt-side alternative and, at K = 1, a sensitivity probe: K seeded
+  relabellings of a pointwise Grades window's markers ``[1] … [B]``, scores averaged.
 - ``capcal``: content-agnostic probability calibration. Single step for models with per-passage
   probabilities (First, simulated); sequential constrained decoding for generation models.
 
@@ -46,20 +51,19 @@ class PermutationDebiased(_Wrapper):
         super().__init__(base)
         self.k, self.seed, self.aggregation, self.average_scores = k, seed, aggregation, average_scores
 
-    def _views(self, window: Window) -> list[list[int]]:
+    def _views(self, window: Window) -> list[Window]:
+        """The K views of one window: seeded shuffles of its slots."""
         n = len(window.doc_ids)
-        return [fisher_yates(range(n), derive_seed(self.seed, "view", window.query_id, *window.doc_ids, j))
+        return [_arranged(window, fisher_yates(range(n), derive_seed(self.seed, "view", window.query_id,
+                                                                        *window.doc_ids, j)))
                 for j in range(self.k)]
 
     def rank(self, windows: list[Window]) -> list[WindowResult]:
         plans = [self._views(w) for w in windows]
-        views = [Window(w.query_id, w.query, [w.doc_ids[i] for i in perm], [w.texts[i] for i in perm])
-                 for w, plan in zip(windows, plans) for perm in plan]
-        results = self.base.rank(views)
+        results = iter(self.base.rank([view for plan in plans for view in plan]))
         out = []
-        for wi, window in enumerate(windows):
-            mine = results[wi * self.k:(wi + 1) * self.k]
-            mine_views = views[wi * self.k:(wi + 1) * self.k]
+        for window, mine_views in zip(windows, plans):
+            mine = [next(results) for _ in mine_views]
             index = {d: i for i, d in enumerate(window.doc_ids)}
             if self.average_scores and all(r.scores is not None for r in mine):
                 per_doc: dict[str, list[float]] = {d: [] for d in window.doc_ids}
@@ -75,6 +79,42 @@ class PermutationDebiased(_Wrapper):
             cost = {key: sum(r.stats.get(key, 0) for r in mine) for key in ("calls", "prompt_tokens")}
             out.append(WindowResult(order=[index[d] for d in ranking], scores=scores, stats=cost))
         return out
+
+
+def _arranged(window: Window, perm: list[int]) -> Window:
+    """``window`` with its slots in the order ``perm`` (indices into the window)."""
+    return Window(window.query_id, window.query, [window.doc_ids[i] for i in perm], [window.texts[i] for i in perm])
+
+
+class RoundRobin(PermutationDebiased):
+    """Round-robin windowing: each window in R cyclic rotations of its slots, the offsets spread evenly
+    (⌊j·n/R⌋, j < R; every rotation once when R ≥ n), aggregated like BSC (scores averaged) or PermSC
+    (rankings aggregated). With R = n every passage visits every slot once and keeps its companions, so
+    a score that depends on the passage, its slot and the window's set becomes order-free."""
+
+    def _views(self, window: Window) -> list[Window]:
+        n = len(window.doc_ids)
+        offsets = sorted({j * n // self.k for j in range(self.k)})
+        return [_arranged(window, [(i + o) % n for i in range(n)]) for o in offsets]
+
+
+class MarkerRenamed(PermutationDebiased):
+    """Marker renaming: each window in K seeded relabellings of its slots (a permutation of the markers
+    ``1 … n`` of the Grades prompt, in the documents and the answer skeleton alike), the slots and
+    companions unchanged, scores averaged. K = 1 is the sensitivity probe: how much relabelling
+    alone moves the scores. Pointwise scorers only; those without a prompt (simulated) ignore markers."""
+
+    def __init__(self, base: Reranker, k: int, seed: int, aggregation: str, average_scores: bool):
+        if not base.pointwise:
+            raise ValueError(f"marker renaming relabels the pointwise Grades prompt; {type(base).__name__} is listwise")
+        super().__init__(base, k, seed, aggregation, average_scores)
+
+    def _views(self, window: Window) -> list[Window]:
+        n = len(window.doc_ids)
+        return [Window(window.query_id, window.query, window.doc_ids, window.texts,
+                       tuple(fisher_yates(range(1, n + 1), derive_seed(self.seed, "markers", window.query_id,
+                                                                       *window.doc_ids, j))))
+                for j in range(self.k)]
 
 
 class CapCalDebiased(_Wrapper):

@@ -28,7 +28,7 @@ class GradesScorer(Reranker):
 
     def scores(self, windows: list[Window]) -> list[tuple[list[float], int]]:
         """(score per document in input order, prompt tokens) for each window."""
-        encoded = [self.encoder.encode(w.query, w.texts) for w in windows]
+        encoded = [self.encoder.encode(w.query, w.texts, w.markers) for w in windows]
         self.stats["truncated_passages"] += sum(e[2] for e in encoded)
         if self.model is None:  # counting only (the compute plan)
             self.stats["forward_passes"] += len(batches_by_length([e[0] for e in encoded], self.spec.batch_size))
