@@ -52,14 +52,15 @@ class DebiasMethod:
     families: frozenset[str] = frozenset({"listwise"})
 
 
-def _views(wrapper: str, average_scores: bool | None) -> Callable:
-    """Build a view-aggregating wrapper of :mod:`posbias.rerankers.debiased` by class name; scores
-    averaged (``average_scores``; None: when the base is pointwise) or rankings aggregated."""
+def _views(views: str, average_scores: bool | None) -> Callable:
+    """Build the wrapper of :data:`posbias.rerankers.debiased.VIEWS` that takes K ``views`` of each window
+    and combines them: scores averaged (``average_scores``; None: when the base is pointwise) or
+    rankings aggregated."""
     def build(base, spec, seed, settings):
-        from posbias.rerankers import debiased
+        from posbias.rerankers.debiased import VIEWS
 
         average = base.pointwise if average_scores is None else average_scores
-        return getattr(debiased, wrapper)(base, spec.k, seed, settings["aggregation"], average)
+        return VIEWS[views](base, spec.k, seed, settings["aggregation"], average)
 
     return build
 
@@ -97,14 +98,14 @@ METHODS: dict[str, DebiasMethod] = {m.name: m for m in (
     DebiasMethod("permsc", True, "PermSC@{k} (the {k} reranked shuffled lists aggregated)", None, level="list",
                  settings=_aggregation),
     DebiasMethod("permsc-window", True, "PermSC-window@{k} ({k} shuffles of each window aggregated)",
-                 _views("PermutationDebiased", average_scores=False), settings=_aggregation),
+                 _views("shuffles", average_scores=False), settings=_aggregation),
     DebiasMethod("bsc", True, "BSC@{k} (scores averaged over {k} shuffles)",
-                 _views("PermutationDebiased", average_scores=True), settings=_aggregation),
+                 _views("shuffles", average_scores=True), settings=_aggregation),
     DebiasMethod("roundrobin", True, "round-robin@{k} ({k} rotations of each window combined)",
-                 _views("RoundRobin", average_scores=None), settings=_aggregation,
+                 _views("rotations", average_scores=None), settings=_aggregation,
                  families=frozenset({"listwise", "pointwise"})),
     DebiasMethod("rename", True, "rename@{k} ({k} relabellings of each window's markers, scores averaged)",
-                 _views("MarkerRenamed", average_scores=True), settings=_aggregation,
+                 _views("relabellings", average_scores=True), settings=_aggregation,
                  families=frozenset({"pointwise"})),
 )}
 

@@ -117,6 +117,10 @@ class MarkerRenamed(PermutationDebiased):
                 for j in range(self.k)]
 
 
+# The view-combining wrappers by the views they take of each window (``posbias.debiasing`` builds them).
+VIEWS = {"shuffles": PermutationDebiased, "rotations": RoundRobin, "relabellings": MarkerRenamed}
+
+
 class CapCalDebiased(_Wrapper):
     """CapCal with a fixed α or the entropy-adaptive one (α=None), in the mode the base declares."""
 
