@@ -13,9 +13,10 @@ import time
 from dataclasses import dataclass
 
 import polars as pl
+import pyarrow as pa
 from tqdm import tqdm
 
-from posbias import config, debiasing, orders
+from posbias import config, debiasing, orders, schemas
 from posbias.data.collection import passage_texts
 from posbias.errors import PosbiasError
 from posbias.rerankers import Reranker, Window
@@ -191,10 +192,8 @@ def charge(cost: dict[str, dict], query_ids: list[str], results: list, elapsed: 
 
 
 def cost_table(cost: dict[str, dict]) -> pl.DataFrame:
-    """The per-query cost table (schema ``cost``) of :func:`charge`'s counters."""
-    return pl.DataFrame([{"query_id": q, **c} for q, c in cost.items()],
-                        schema={"query_id": pl.String, "windows": pl.Int64, "calls": pl.Int64,
-                                "prompt_tokens": pl.Int64, "seconds": pl.Float64})
+    """The per-query cost table (:data:`posbias.schemas.COST`) of :func:`charge`'s counters."""
+    return pl.from_arrow(pa.Table.from_pylist([{"query_id": q, **c} for q, c in cost.items()], schema=schemas.COST))
 
 
 @dataclass
