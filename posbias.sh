@@ -2,12 +2,14 @@
 # One entry point on a fresh machine (Debian 12, Python 3.11, package registries only):
 #   ./posbias.sh demo    create .venv if missing, install the locked stack (requirements/lock.txt), run the
 #                        default workflow
-#   ./posbias.sh test    the same install, then the test suite (pytest args pass through)
+#   ./posbias.sh test    the same install, then the test suite in 3 processes (pytest-xdist; pytest args
+#                        pass through, e.g. -n 0 for one process); it ends with the phase table
 #   ./posbias.sh profile install the SLURM user profile as the named profile `slurm` (snakemake --profile slurm)
 set -euo pipefail
 cd "$(dirname "$0")"
 
 install() {
+  local started=$SECONDS
   if [ ! -x .venv/bin/python ]; then
     "${PYTHON:-python3}" -m venv .venv
   fi
@@ -16,6 +18,8 @@ install() {
   # then this package itself, without dependencies. Regenerate the lock: see requirements/README.md.
   DS_BUILD_OPS=0 .venv/bin/python -m pip install -q --require-hashes -r requirements/lock.txt
   .venv/bin/python -m pip install -q --no-deps -e .
+  export POSBIAS_INSTALL_SECONDS=$((SECONDS - started))  # a row of the test suite's phase table
+  echo "posbias: install took ${POSBIAS_INSTALL_SECONDS} s" >&2
 }
 
 export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
@@ -28,7 +32,10 @@ case "${1:-}" in
   test)
     shift
     install
-    exec .venv/bin/python -m pytest "$@"
+    # --dist loadscope: a module's tests on one worker, so each shared workflow run happens once; the
+    # modules of the long runs first, in the order tests/runs.py gives them (three workers on two cores:
+    # the SLURM run mostly waits on its queue)
+    exec .venv/bin/python -m pytest -n "${PYTEST_WORKERS:-3}" --dist loadscope --no-loadscope-reorder "$@"
     ;;
   profile)
     # Where Snakemake looks for named profiles; the per-rule resources stay in profiles/default/.

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+pytest_plugins = ["tests.phases", "tests.runs"]
 SHARED_DATA = Path(os.environ.get("POSBIAS_SHARED_DATA", REPO.parent / "shared" / "data"))
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -36,13 +37,16 @@ def irds_home(shared_data: Path, tmp_path_factory) -> Path:
     return home
 
 
-def snakemake(workdir: Path, *args: str, configfile: Path | None = None, timeout: int = 1200):
-    """Run the real workflow in ``workdir`` (outputs land there, not in the repository)."""
+def snakemake(workdir: Path, *args: str, configfile: Path | None = None, timeout: int = 1200,
+              env: dict[str, str] | None = None):
+    """Run the real workflow in ``workdir`` (outputs land there, not in the repository); ``env`` adds to
+    this process's environment."""
     cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir)]
     if configfile is not None:
         cmd += ["--configfile", str(configfile), "--replace-workflow-config"]
     cmd += list(args)
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=workdir)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=workdir,
+                          env={**os.environ, **(env or {})})
 
 
 @pytest.fixture

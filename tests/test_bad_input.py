@@ -1,13 +1,17 @@
 """Bad input gets one clear line, early: the matrix of mistakes a user can make.
 
-Every case runs the real workflow (``snakemake`` in a scratch directory) on a small valid setup with one
-thing broken, and asserts the exit status, that the console names the culprit (the config key, or the
-file and line, and the fix) without a Python traceback, and that the failed job left no output.
+Every case is a small valid setup with one thing broken; each asserts that the culprit is named (the
+config key, or the file and line, and the fix) in one line without a Python traceback, and that a failed
+job left no output.
 
-- ``early``: the config alone shows the mistake; ``snakemake -n`` refuses it before any job runs.
-- ``job``: the data shows it; the job that reads the file fails with one line, its outputs removed.
-- ``normalised``: a documented normalisation (a UTF-8 byte-order mark is dropped); the run succeeds
-  and the result is the one without the mark.
+- ``early``: the config alone shows the mistake; the checks the Snakefile runs before any job refuse it.
+  They run in this process (``posbias.config.load``, what ``rules/common.smk`` calls), and one case per
+  kind of message (config, data file, model file) runs ``snakemake -n`` end to end for the console form.
+- ``job``: the data shows it; the job that reads the file fails with one line, its outputs removed. These
+  run end to end, each case in a dataset of its own, in as few ``snakemake --keep-going`` runs as the
+  cases' settings allow.
+- ``normalised``: a documented normalisation (a UTF-8 byte-order mark is dropped); the job succeeds and
+  the result is the one without the mark.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import polars as pl
 import pytest
 import yaml
 
+from posbias import config as pbconfig
 from tests.conftest import snakemake
 
 pytestmark = pytest.mark.workflow
@@ -221,50 +226,135 @@ CASES = [
 
 
 RERANK_FAILURES = {"relevant-grade-above-qrels", "unknown-hf-model"}
+# One end-to-end `snakemake -n` per kind of early message (config, data file, model file) proves the
+# one-line console form; every other early case calls the same checks in process.
+EARLY_END_TO_END = {"typo-top-level", "topics-missing", "model-path-missing"}
 
 
-def _setup(workdir: Path, dataset: str, edit, files: dict) -> Path:
+def _write_files(folder: Path, files: dict) -> None:
     for name, text in {**FILES, **files}.items():
-        path = workdir / "in" / name
+        path = folder / name
         path.parent.mkdir(parents=True, exist_ok=True)
-        if text is None:
-            continue
-        path.write_bytes(text if isinstance(text, bytes) else text.encode())
+        if text is not None:
+            path.write_bytes(text if isinstance(text, bytes) else text.encode())
+
+
+def _case_config(dataset: str, edit) -> dict:
     cfg = _config(dataset)
-    if edit is not None:
-        cfg = edit(cfg)
+    return edit(cfg) if edit is not None else cfg
+
+
+def _setup(workdir: Path, name: str, dataset: str, edit, files: dict) -> Path:
+    """The case's files under ``workdir/in`` and its config as ``workdir/bad.yaml``."""
+    _write_files(workdir / "in", files)
     out = workdir / "bad.yaml"
-    out.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    out.write_text(yaml.safe_dump(_case_config(dataset, edit), sort_keys=False))
+    if name == "dup-yaml-key":
+        out.write_text(out.read_text() + "retrievers: {}\n")
     return out
 
 
-@pytest.mark.parametrize(("name", "dataset", "edit", "files", "expected", "stage"), CASES, ids=[c[0] for c in CASES])
-def test_bad_input_gets_one_clear_line(workdir, monkeypatch, name, dataset, edit, files, expected, stage):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    configfile = _setup(workdir, dataset, edit, files)
-    if name == "dup-yaml-key":
-        configfile.write_text(configfile.read_text() + "retrievers: {}\n")
-    target = "reranking" if dataset == "imported" and stage != "early" else "data"
-    out = snakemake(workdir, "--cores", "1", *(["-n"] if stage == "early" else []), target, configfile=configfile)
-    console = out.stdout + out.stderr
-    if stage == "normalised":
-        assert out.returncode == 0, console[-3000:]
-        queries = pl.read_parquet(workdir / "results" / "data" / "mine" / "queries.parquet")
-        qrels = pl.read_parquet(workdir / "results" / "data" / "mine" / "qrels.parquet")
-        assert queries["query_id"][0] == "q1" and "q1" in qrels["query_id"].to_list(), (queries, qrels)
-        return
-    assert out.returncode != 0, console[-3000:]
-    assert expected in console, console[-3000:]
-    assert "Traceback" not in console, console[-3000:]
-    if stage == "early":
+EARLY = [c for c in CASES if c[5] == "early"]
+AT_JOB_TIME = [c for c in CASES if c[5] != "early"]
+
+
+@pytest.mark.parametrize(("name", "dataset", "edit", "files", "expected", "stage"), EARLY, ids=[c[0] for c in EARLY])
+def test_a_config_mistake_is_refused_before_any_job_in_one_line(workdir, monkeypatch, name, dataset, edit, files,
+                                                                 expected, stage):
+    configfile = _setup(workdir, name, dataset, edit, files)
+    if name in EARLY_END_TO_END:
+        out = snakemake(workdir, "--cores", "1", "-n", "data", configfile=configfile)
+        console = out.stdout + out.stderr
+        assert out.returncode != 0 and expected in console, console[-3000:]
+        assert "Traceback" not in console, console[-3000:]
         assert not (workdir / "results").exists() and not (workdir / "logs").exists()
         return
+    # the checks the Snakefile runs before it builds the DAG (rules/common.smk), in this process
+    monkeypatch.chdir(workdir)
+    with pytest.raises(ValueError) as refused:
+        pbconfig.load(configfile)
+    message = str(refused.value)
+    assert expected in message and "\n" not in message, message
+
+
+def _namespaced(name: str, dataset: str, edit, files: dict) -> tuple[dict, dict]:
+    """A job-time case as a part of one shared run: its dataset is named after the case, its files lie
+    in ``in/<case>/``, its model is ``sim-<case>``; returns (config, files)."""
+    cfg = _case_config(dataset, edit)
+
+    def rename(value):
+        if isinstance(value, str):
+            return value.replace("in/", f"in/{name}/", 1) if value.startswith("in/") else value
+        if isinstance(value, dict):
+            return {k: rename(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [rename(v) for v in value]
+        return value
+
+    cfg["datasets"] = {name: rename(cfg["datasets"]["mine"])}
+    cfg["models"] = {f"sim-{name}": cfg["models"]["sim"]}
+    for e in cfg.get("reranking", {}).get("experiments", []):
+        e.update(dataset=name, model=f"sim-{name}")
+    return cfg, files
+
+
+def _merged_runs(cases) -> list[tuple[dict, list[str]]]:
+    """The job-time cases as few configs as their settings allow: cases whose settings outside their
+    own dataset, model and experiments agree share one config (and one Snakemake run)."""
+    groups: dict[str, tuple[dict, list[str]]] = {}
+    for name, dataset, edit, files, _, _ in cases:
+        cfg, _ = _namespaced(name, dataset, edit, files)
+        experiments = cfg.get("reranking", {}).pop("experiments", [])
+        key = json.dumps({k: v for k, v in cfg.items() if k not in ("datasets", "models")}, sort_keys=True)
+        merged, names = groups.setdefault(key, ({**copy.deepcopy(cfg), "datasets": {}, "models": {}}, []))
+        merged["datasets"].update(cfg["datasets"])
+        merged["models"].update(cfg["models"])
+        if experiments:
+            merged.setdefault("reranking", {}).setdefault("experiments", []).extend(experiments)
+        names.append(name)
+    return list(groups.values())
+
+
+@pytest.fixture(scope="module")
+def bad_input_runs(tmp_path_factory) -> dict[str, tuple[Path, str]]:
+    """Every job-time case, run end to end: the cases in as few `snakemake --keep-going` runs as their
+    settings allow, each case in its own dataset; {case: (workdir, console)}."""
+    from tests.phases import phase
+
+    out: dict[str, tuple[Path, str]] = {}
+    with phase("workflow runs: bad input at job time"):
+        for i, (cfg, names) in enumerate(_merged_runs(AT_JOB_TIME)):
+            workdir = tmp_path_factory.mktemp(f"bad-input-{i}")
+            for name, _, _, files, _, _ in (c for c in AT_JOB_TIME if c[0] in names):
+                _write_files(workdir / "in" / name, files)
+            configfile = workdir / "bad.yaml"
+            configfile.write_text(yaml.safe_dump(cfg, sort_keys=False))
+            run = snakemake(workdir, "--cores", "2", "--keep-going", "data", "reranking", configfile=configfile,
+                            env={"HF_HUB_OFFLINE": "1"})
+            out.update({name: (workdir, run.stdout + run.stderr) for name in names})
+    return out
+
+
+@pytest.mark.parametrize(("name", "dataset", "edit", "files", "expected", "stage"), AT_JOB_TIME,
+                         ids=[c[0] for c in AT_JOB_TIME])
+def test_bad_data_fails_its_job_with_one_line(bad_input_runs, name, dataset, edit, files, expected, stage):
+    workdir, console = bad_input_runs[name]
+    data = workdir / "results" / "data" / name
+    assert "Traceback" not in console, console[-3000:]
+    if stage == "normalised":
+        queries = pl.read_parquet(data / "queries.parquet")
+        qrels = pl.read_parquet(data / "qrels.parquet")
+        assert queries["query_id"][0] == "q1" and "q1" in qrels["query_id"].to_list(), (queries, qrels)
+        failed = [line for line in console.splitlines() if line.startswith("posbias: ") and f"/{name}." in line]
+        assert not failed, failed  # no job of this case failed
+        return
+    expected = expected.replace("in/", f"in/{name}/").replace("mine", name)
+    assert expected in console, console[-3000:]
     assert "posbias: " in console  # the failed job's one line, pointing at its log
     if name in RERANK_FAILURES:  # the position-1 job (or every job of a model that cannot load) failed
-        assert not list((workdir / "results" / "rerank").rglob("position-1/*")) if (workdir / "results").exists() else True
+        assert not list((workdir / "results" / "rerank" / f"sim-{name}").rglob("position-1/*"))
     else:
-        assert not (workdir / "results" / "data" / "mine" / "corpus.parquet").exists()
-        assert not (workdir / "results" / "data" / "mine" / "queries.parquet").exists()
+        assert not (data / "corpus.parquet").exists() and not (data / "queries.parquet").exists()
 
 
 def test_the_matrix_covers_every_input_kind():

@@ -20,6 +20,7 @@ USED_WITHOUT_IMPORT = {
     "deepspeed": "the HF Trainer's deepspeed setting",
     "snakemake-executor-plugin-slurm": "snakemake --executor slurm",
     "snakefmt": "the formatting check runs its command (tests/test_architecture.py)",
+    "pytest-xdist": "a pytest plugin: ./posbias.sh test runs pytest -n 2 --dist loadscope",
 }
 
 

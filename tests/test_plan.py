@@ -1,7 +1,7 @@
 """The compute plan (posbias.plan): counting rerankers spend exactly what the models spend, the stand-in
-tokenizer and the throughput arithmetic have known answers, and the README's preset plans are current."""
+tokenizer and the throughput arithmetic have known answers (the README's preset plans: tests/test_workflow.py,
+beside the presets' dry runs that share their fixture)."""
 
-import re
 from pathlib import Path
 
 import numpy as np
@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 from transformers import AutoTokenizer
 
-from posbias import config, debiasing, dry_plan, plan, rerankers
+from posbias import config, debiasing, plan, rerankers
 from posbias.models import build_tiny_causal_lm
 from posbias.prompts import IDENTIFIERS
 from posbias.rerank import Candidates, rerank
@@ -145,14 +145,3 @@ def test_a_model_without_a_size_is_one_clear_line():
     cfg = {"models": {"big": {"kind": "causal_lm", "path": "org/not-on-this-machine"}}}
     with pytest.raises(Exception, match=r"models.big.params_b is needed"):
         plan.model_params_b(cfg, "big", Path("."))
-
-
-def test_the_readme_shows_the_current_presets_plans(preset_plans):
-    """The README's preset table is what `python -m posbias.dry_plan --readme` writes for today's presets."""
-    block = dry_plan.readme_block(preset_plans)
-    readme = (REPO / "README.md").read_text()
-    start, end = readme.index(dry_plan.README_START), readme.index(dry_plan.README_END)
-    assert readme[start:end + len(dry_plan.README_END)] == block, \
-        "run: python -m posbias.dry_plan --readme README.md config/paper/*.yaml"
-    totals = {m.group(1): int(m.group(2).replace(",", "")) for m in re.finditer(r"\| (\w+) \| all \| ([\d,]+) \|", block)}
-    assert set(totals) == {"capcal", "debiasfirst", "ocsft"} and all(v > 0 for v in totals.values())

@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
@@ -25,6 +26,7 @@ import pytest
 import yaml
 
 from tests.conftest import REPO
+from tests.phases import phase
 
 pytestmark = [pytest.mark.workflow, pytest.mark.slurm]
 
@@ -60,12 +62,12 @@ CONFIG = {
 def cluster():
     if os.geteuid() != 0 or not shutil.which("apt-get"):
         pytest.skip("the SLURM harness needs root on a Debian machine (it installs slurm packages)")
-    started = time.time()
-    out = subprocess.run([str(CLUSTER), "start"], capture_output=True, text=True, timeout=600)
+    with phase("SLURM: the local cluster's start and stop"):
+        out = subprocess.run([str(CLUSTER), "start"], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
-    print(f"cluster up in {time.time() - started:.1f} s")
     yield
-    subprocess.run([str(CLUSTER), "stop"], capture_output=True, text=True, timeout=300)
+    with phase("SLURM: the local cluster's start and stop"):
+        subprocess.run([str(CLUSTER), "stop"], capture_output=True, text=True, timeout=300)
 
 
 def _config(workdir: Path, **training_hyper) -> Path:
@@ -109,32 +111,58 @@ def _tres(value: str) -> dict[str, str]:
     return dict(item.split("=", 1) for item in value.split(",") if "=" in item)
 
 
-def test_the_slurm_profile_runs_the_workflow_and_training_survives_preemption(cluster, tmp_path):
-    workdir = tmp_path / "work"
+@dataclass
+class SlurmRun:
+    """The tiny config run to completion through sbatch jobs: its folder, console, sacct records."""
+
+    workdir: Path
+    env: dict[str, str]
+    stderr: str
+    console: str
+    jobs: pl.DataFrame
+    rules: list[str]
+
+
+@pytest.fixture(scope="module")
+def slurm_run(cluster, tmp_path_factory) -> SlurmRun:
+    """`snakemake --profile slurm` as a user types it, once for every claim about it below."""
+    base = tmp_path_factory.mktemp("slurm")
+    workdir = base / "work"
     workdir.mkdir()
     since = time.strftime("%Y-%m-%dT%H:%M:%S")
-    env = _user_env(tmp_path / "home")
-    started = time.time()
-    out = subprocess.run(_snakemake_cmd(workdir, _config(workdir), "--profile", "slurm", *TEST_OVERRIDES),
-                         capture_output=True, text=True, timeout=HARD_TIMEOUT + 60, env=env)
-    print(f"workflow through SLURM: {time.time() - started:.1f} s")
-    assert out.returncode == 0, out.stderr[-5000:]
-    assert "posbias: done" in out.stderr
-    assert (workdir / "results" / "models" / "tiny-ft" / "model.safetensors").is_file()
-    assert (workdir / "results" / "tables" / "rerank.md").is_file()
-    assert "--signal=TERM@600" in out.stderr  # the profile's preemption warning reached sbatch
-
+    env = _user_env(base / "home")
+    with phase("SLURM: the workflow through sbatch jobs"):
+        out = subprocess.run(_snakemake_cmd(workdir, _config(workdir), "--profile", "slurm", *TEST_OVERRIDES),
+                             capture_output=True, text=True, timeout=HARD_TIMEOUT + 60, env=env)
+    if out.returncode != 0:
+        pytest.fail(f"the workflow through SLURM failed:\n{out.stderr[-5000:]}", pytrace=False)
     jobs = _sacct(since)
     _show(jobs)
-    assert (jobs["State"] == "COMPLETED").all()
     rules = jobs["Comment"].str.extract(r"^rule_([a-z_]+?)(?:_wildcards_.*)?$").to_list()
+    return SlurmRun(workdir, env, out.stderr, out.stdout + out.stderr, jobs, rules)
+
+
+def test_the_slurm_profile_runs_the_workflow_to_completion(slurm_run):
+    workdir = slurm_run.workdir
+    assert "posbias: done" in slurm_run.stderr
+    assert (workdir / "results" / "models" / "tiny-ft" / "model.safetensors").is_file()
+    assert (workdir / "results" / "tables" / "rerank.md").is_file()
+    assert "--signal=TERM@600" in slurm_run.stderr  # the profile's preemption warning reached sbatch
+
+
+def test_every_job_is_its_own_sbatch_job_and_tables_stay_local(slurm_run):
+    rules = slurm_run.rules
+    assert (slurm_run.jobs["State"] == "COMPLETED").all()
     planned = {"prepare_dataset": 2, "listwise_set": 1, "build_tiny_model": 1, "index": 2, "retrieve": 2,
                "evaluate_run": 2, "augment": 3, "train": 1, "rerank": 1, "rerank_summary": 1, "plan": 1}
     assert {r: rules.count(r) for r in set(rules)} == planned  # every job its own sbatch job; tables local
-    assert "localrule paper_table:" in out.stdout + out.stderr
+    assert "localrule paper_table:" in slurm_run.console
+
+
+def test_each_job_gets_the_resources_the_profile_asks_for(slurm_run):
     profile = yaml.safe_load((REPO / "profiles" / "default" / "config.v8+.yaml").read_text())
     threads = yaml.safe_load((REPO / "profiles" / "slurm" / "config.v8+.yaml").read_text())["set-threads"]
-    by_rule = {r: row for r, row in zip(rules, jobs.iter_rows(named=True))}
+    by_rule = {r: row for r, row in zip(slurm_run.rules, slurm_run.jobs.iter_rows(named=True))}
     for rule in ("prepare_dataset", "index", "retrieve", "rerank", "train"):
         assert by_rule[rule]["ReqMem"] in (f"{profile['set-resources'][rule]['mem_mb']}M",
                                            f"{profile['set-resources'][rule]['mem_mb'] // 1024}G")
@@ -143,36 +171,56 @@ def test_the_slurm_profile_runs_the_workflow_and_training_survives_preemption(cl
     assert "gres/gpu" not in index and index["cpu"] == str(threads["index"])
     assert "gres/gpu" not in prep and prep["cpu"] == "1"
     assert by_rule["train"]["Timelimit"] == "1-00:00:00" and by_rule["evaluate_run"]["Timelimit"] == "00:30:00"
-    log = (workdir / "logs" / "train" / "tiny-ft.log").read_text()
+    log = (slurm_run.workdir / "logs" / "train" / "tiny-ft.log").read_text()
     assert "torch.distributed.run --standalone --nproc-per-node=2" in log
 
-    # Preemption with requeue: a longer training run is requeued mid-training (SIGTERM, back to the queue,
-    # restarted under the same job id); the workflow completes on its own, the restart resumes from the
-    # checkpoint written on SIGTERM.
+
+@dataclass
+class Preemption:
+    job: str
+    stderr: str
+    attempts: pl.DataFrame
+
+
+@pytest.fixture(scope="module")
+def preempted(slurm_run) -> Preemption:
+    """Preemption with requeue: a longer training run is requeued mid-training (SIGTERM, back to the queue,
+    restarted under the same job id); the workflow completes on its own."""
+    workdir = slurm_run.workdir
     longer = _config(workdir, max_steps=40, save_steps=1000, logging_steps=1)
     since = time.strftime("%Y-%m-%dT%H:%M:%S")
-    run = subprocess.Popen(_snakemake_cmd(workdir, longer, "--profile", "slurm", *TEST_OVERRIDES,
-                                          "results/models/tiny-ft"),
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
-    train_log = workdir / "logs" / "train" / "tiny-ft.log"
-    deadline = time.time() + 600
-    job = None
-    while time.time() < deadline and run.poll() is None:
-        text = train_log.read_text(errors="replace") if train_log.is_file() else ""
-        if "| 8/40 [" in text:
-            queue = subprocess.run(["squeue", "-h", "-t", "RUNNING", "-o", "%i|%k"], capture_output=True, text=True,
-                                   check=True).stdout.split()
-            job = next(line.split("|")[0] for line in queue if line.split("|")[1].startswith("rule_train"))
-            subprocess.run(["scontrol", "requeue", job], check=True)
-            break
-        time.sleep(0.5)
-    assert job is not None, "the training job never reached step 8"
-    _, err = run.communicate(timeout=HARD_TIMEOUT)
+    with phase("SLURM: a training job requeued mid-run"):
+        run = subprocess.Popen(_snakemake_cmd(workdir, longer, "--profile", "slurm", *TEST_OVERRIDES,
+                                              "results/models/tiny-ft"),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=slurm_run.env)
+        train_log = workdir / "logs" / "train" / "tiny-ft.log"
+        deadline = time.time() + 600
+        job = None
+        while time.time() < deadline and run.poll() is None:
+            text = train_log.read_text(errors="replace") if train_log.is_file() else ""
+            if "| 8/40 [" in text:
+                queue = subprocess.run(["squeue", "-h", "-t", "RUNNING", "-o", "%i|%k"], capture_output=True,
+                                       text=True, check=True).stdout.split()
+                job = next(line.split("|")[0] for line in queue if line.split("|")[1].startswith("rule_train"))
+                subprocess.run(["scontrol", "requeue", job], check=True)
+                break
+            time.sleep(0.5)
+        assert job is not None, "the training job never reached step 8"
+        _, err = run.communicate(timeout=HARD_TIMEOUT)
     assert run.returncode == 0, err[-5000:]
-    assert "--requeue" in err  # the user profile submits requeueable jobs
     attempts = _sacct(since).filter(pl.col("Comment").str.starts_with("rule_train"))
     _show(attempts)
-    assert attempts["State"].to_list() == ["COMPLETED"] and attempts["JobID"].to_list() == [job]  # same job, restarted
+    return Preemption(job, err, attempts)
+
+
+def test_a_requeued_training_job_restarts_under_the_same_id(preempted):
+    assert "--requeue" in preempted.stderr  # the user profile submits requeueable jobs
+    assert preempted.attempts["State"].to_list() == ["COMPLETED"]
+    assert preempted.attempts["JobID"].to_list() == [preempted.job]  # same job, restarted
+
+
+def test_the_restarted_job_resumes_from_the_checkpoint_written_on_sigterm(slurm_run, preempted):
+    workdir = slurm_run.workdir
     record = [json.loads(line) for line in
               (workdir / "results" / "checkpoints" / "tiny-ft" / "preemptions.jsonl").read_text().splitlines()]
     stopped = record[0]["stopped_after_step"]
@@ -182,9 +230,13 @@ def test_the_slurm_profile_runs_the_workflow_and_training_survives_preemption(cl
     assert f"checkpoint-{stopped}" in (workdir / "logs" / "train" / "tiny-ft.log").read_text()
     print(f"requeued after step {stopped}; the restarted job resumed from checkpoint-{meta['resumed_from']}")
 
-    # The same training, uninterrupted and without SLURM, gives the same model.
+
+def test_the_resumed_model_equals_an_uninterrupted_run(slurm_run, preempted):
+    """The same training, uninterrupted and without SLURM, gives the same model."""
     from safetensors.torch import load_file
 
+    workdir = slurm_run.workdir
+    longer = _config(workdir, max_steps=40, save_steps=1000, logging_steps=1)
     resumed_model = load_file(workdir / "results" / "models" / "tiny-ft" / "model.safetensors")
     resumed_curve = pl.read_parquet(workdir / "results" / "metrics" / "train" / "tiny-ft.parquet")
     shutil.rmtree(workdir / "results" / "checkpoints" / "tiny-ft")

@@ -1,0 +1,356 @@
+"""The default workflow (config/config.yaml, what ``./posbias.sh demo`` runs), run once per session
+(``tests/runs.py``): each claim about it is a test of its own. The tests at the end of the file rerun
+parts of it (the report stage, the data stage, dry runs of edited configs) and come last on purpose."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+import pytest
+import yaml
+
+from tests.conftest import REPO, snakemake
+
+pytestmark = pytest.mark.workflow
+
+
+def _ndcg(run, dataset, retriever):
+    frame = pl.read_parquet(run.path("results", "metrics", "retrieval", dataset, f"{retriever}.parquet"))
+    return frame.filter(pl.col("measure") == "nDCG@10")["value"].mean()
+
+
+def _summary(run) -> pl.DataFrame:
+    return pl.concat([pl.read_parquet(p) for p in run.path("results", "metrics", "rerank").rglob("*.summary.parquet")])
+
+
+def test_the_default_run_completes_and_says_where_the_tables_are(default_run):
+    assert "posbias: done; tables are in" in default_run.out.stderr
+
+
+def test_first_stage_retrieval_on_the_synthetic_collection(default_run):
+    table = default_run.text("results", "tables", "retrieval.md")
+    assert "| synthetic | bm25 | 100 |" in table
+    bm25, dense = _ndcg(default_run, "synthetic", "bm25"), _ndcg(default_run, "synthetic", "dense")
+    # Realistic: BM25 clearly above random (~0.02 on this collection) and clearly below 1.
+    assert 0.5 < bm25 < 0.95
+    assert dense > 0.1
+    for retriever in ("splade", "rrf"):
+        run = pl.read_parquet(default_run.path("results", "runs", "synthetic", f"{retriever}.parquet"))
+        assert run["query_id"].n_unique() == 100
+    listwise = pl.read_parquet(default_run.path("results", "data", "synthetic-train", "listwise.parquet"))
+    assert listwise.height == 300
+
+
+def test_the_toy_story_first_is_position_bound_and_debiasfirst_is_not(default_run):
+    """First trained on biased orders is position-bound, DebiasFirst is not (2 seeds each)."""
+    story = {r["model"]: r for r in default_run.table("position_bias").to_dicts()}
+    first, debiased = story["toy-first"], story["toy-debiasfirst"]
+    assert first["seeds"] == 2 and debiased["seeds"] == 2 and first["positions"] == 4
+    assert first["spread"] >= 0.5 and debiased["spread"] <= 0.1, (first, debiased)
+    assert debiased["ndcg10_shuffled"] >= first["ndcg10_shuffled"], (first, debiased)
+
+
+def test_every_reranking_experiment_is_summarised(default_run):
+    summary = _summary(default_run)
+    assert set(summary["model"]) == {"toy-first-s1", "toy-first-s2", "toy-debiasfirst-s1", "toy-debiasfirst-s2",
+                                     "tiny-gen", "sim-linear", "tiny-ocsft", "tiny-single-order", "sim-grades"}
+    toy = {r["debias"]: r for r in summary.filter(pl.col("model") == "toy-first-s1").to_dicts()}
+    assert set(toy) == {"none", "permsc@3"} and toy["none"]["queries"] == 100
+    assert toy["none"]["prompt_tokens_per_query"] == 131  # the compact prompt, one token per word
+    table = default_run.text("results", "tables", "rerank.md")
+    assert "| sim-linear | dl19 | imported:bm25 | none | 43 |" in table and "| toy-first-s1 | toy | biased | permsc@3 |" in table
+
+
+def test_the_debiasing_methods_on_the_simulated_reranker_over_dl19(default_run):
+    """The simulated reranker on DL19 with every debiasing method."""
+    summary = _summary(default_run)
+    sim = {r["debias"]: r for r in summary.filter((pl.col("model") == "sim-linear") & (pl.col("dataset") == "dl19")).to_dicts()}
+    assert set(sim) == {"none", "permsc@3", "capcal", "capcal@exact", "bsc@3"}
+    assert sim["none"]["queries"] == 43 and sim["none"]["shuffles"] == 3
+    assert sim["none"]["tau_psi"] > 0.01  # a linear positional prior makes the ranking order-sensitive ...
+    assert sim["none"]["curve_first"] > sim["none"]["curve_last"]  # ... and favours early positions
+    # CapCal with alpha = 1 inverts the probability-space bias exactly: a flat position curve, the same
+    # quality in every order, better than uncalibrated; one content-free prior, no extra call per window
+    exact = sim["capcal@exact"]
+    assert exact["curve_spread"] == 0.0 and exact["ndcg10_original"] == pytest.approx(exact["ndcg10_shuffled_mean"])
+    assert exact["ndcg10_original"] > sim["none"]["ndcg10_original"] and exact["calls_per_query"] == sim["none"]["calls_per_query"]
+    # BSC: averaging 3 views lowers the sensitivity, at 3x the calls (permsc-window@K: tests/test_permuted_eval.py)
+    assert sim["bsc@3"]["tau_psi"] < sim["none"]["tau_psi"]
+    assert sim["bsc@3"]["calls_per_query"] == pytest.approx(3 * sim["none"]["calls_per_query"])
+    # PermSC over the 3 reranked shuffled lists: one ranking, better than one shuffled pass, 3 passes of cost
+    assert sim["permsc@3"]["ndcg10_original"] > sim["none"]["ndcg10_shuffled_mean"]
+    assert sim["permsc@3"]["calls_per_query"] == pytest.approx(3 * sim["none"]["calls_per_query"])
+
+
+def test_every_reranked_run_is_also_the_same_trec_run(default_run):
+    """Every reranked run is also a TREC run file that trec_eval / ranx / rank_llm read: the same ranking."""
+    from posbias.runs import read_trec
+
+    base = default_run.path("results", "rerank", "sim-linear", "dl19", "imported:bm25")
+    for order, debias in (("original", "none"), ("shuffled-0", "capcal"), ("original", "permsc@3")):
+        parquet = pl.read_parquet(base / order / f"{debias}.parquet").sort("query_id", "rank")
+        trec = read_trec(base / order / f"{debias}.trec").sort("query_id", "rank")
+        assert trec.select("query_id", "doc_id", "rank").equals(parquet.select("query_id", "doc_id", "rank"))
+
+
+def test_the_compute_plan_matches_the_run_in_every_exact_order(default_run):
+    check = default_run.table("plan_check")
+    assert set(check["family"]) == {"rerank", "propensity_rerank"} and check["orders"].sum() == 76
+    assert (check["calls_match"] == check["orders"]).all() and (check["tokens_match"] == check["orders"]).all()
+    assert (check["prompt_tokens"] == check["prompt_tokens_actual"]).all() and check["prompt_tokens"].sum() > 0
+    exact = check.filter(pl.col("calls_exact"))
+    assert (exact["calls"] == exact["calls_actual"]).all() and set(check.filter(~pl.col("calls_exact"))["model"]) == {"tiny-gen"}
+    planned = pl.read_csv(default_run.path("results", "plan", "cost.csv"))
+    assert planned.filter(pl.col("family") == "rerank")["jobs"].sum() == 23
+
+
+def test_the_debiasfirst_branch_omega_augmentation_and_continued_training(default_run):
+    """Omega of the first seed's First model, the augmented sets, DebiasFirst continued from First."""
+    omega = pl.read_parquet(default_run.path("results", "propensity", "toy-first-s1", "omega.parquet"))
+    assert omega.height == 400 and omega["omega"].sum() == pytest.approx(1.0)
+    row_sums = omega.group_by("input_position").agg(pl.col("omega").sum())["omega"]
+    assert row_sums.to_list() == pytest.approx([1 / 20] * 20)  # every position is shown equally often
+    posaug = pl.read_parquet(default_run.path("results", "train", "toy-train", "posaug.parquet"))
+    assert posaug.height == 4 * 12800
+    for name, steps in (("toy-first-s2", 400), ("toy-debiasfirst-s2", 600)):
+        meta = json.loads(default_run.text("results", "models", name, "posbias_training.json"))
+        assert meta["steps"] == steps
+        curve = pl.read_parquet(default_run.path("results", "metrics", "train", f"{name}.parquet"))
+        assert curve["lm_loss"].is_not_nan().all() and curve["lm_loss"][-1] < curve["lm_loss"][0]
+    meta = json.loads(default_run.text("results", "models", "toy-debiasfirst-s2", "posbias_training.json"))
+    assert meta["base_model"].endswith("toy-first-s2")
+    figure = default_run.path("results", "figures", "position_curve.png")
+    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and figure.stat().st_size > 10_000
+
+
+def test_the_ocsft_branch_silver_labels_training_and_stability(default_run):
+    """qrels silver labels, ocsft and single_order trained, the quality-vs-stability table."""
+    silver = pl.read_parquet(default_run.path("results", "silver", "synthetic-train", "qrels", "t0.parquet"))
+    assert silver["query_id"].n_unique() == 50 and silver.height == 50 * 40
+    ocsft = pl.read_parquet(default_run.path("results", "metrics", "train", "tiny-ocsft.parquet"))
+    assert (ocsft["consistency_loss"] > 0).any() and ocsft["supervised_loss"].is_not_nan().all()
+    single = pl.read_parquet(default_run.path("results", "metrics", "train", "tiny-single-order.parquet"))
+    assert (single["consistency_loss"] == 0).all()
+    stab = pl.concat([pl.read_parquet(p) for p in default_run.path("results", "metrics", "stability").rglob("*.parquet")
+                      if not p.name.endswith(".queries.parquet")])
+    assert set(stab.filter(pl.col("family") == "pointwise")["model"]) == {"tiny-ocsft", "tiny-single-order", "sim-grades"}
+    # every listwise experiment with shuffled orders, per window-level debiasing method (PermSC@K rows on none)
+    assert set(stab.filter(pl.col("family") == "listwise").select("model", "debias").iter_rows()) == {
+        *((m, "none") for m in ("toy-first-s1", "toy-first-s2", "toy-debiasfirst-s1", "toy-debiasfirst-s2")),
+        *(("sim-linear", d) for d in ("none", "capcal", "capcal@exact", "bsc@3"))}
+    sim = {r["k"]: r for r in stab.filter(pl.col("model") == "sim-grades").to_dicts()}
+    assert sim[1]["presentations"] == 6 and 0.05 < sim[1]["tau_psi"] and sim[1]["jaccard"] < 0.9
+    assert sim[3]["jaccard"] > sim[1]["jaccard"]  # BSC over 3 shuffles steadies the retained set
+    table = default_run.text("results", "tables", "stability.md")
+    assert "| tiny-ocsft | synthetic · bm25 | 1 | 1 | 20 (2) |" in table
+    assert "| sim-grades | dl19 · imported:bm25 | 1 | 1 | 43 (6) |" in table
+    assert "\\toprule" in default_run.text("results", "tables", "stability.tex")
+    assert default_run.path("results", "figures", "bsc_curve.png").stat().st_size > 10_000
+
+
+def test_listwise_and_pointwise_scorers_on_one_stability_table(default_run):
+    """Listwise and pointwise on the same stability metrics and the same DL19 queries."""
+    both = default_run.table("stability_all").filter(pl.col("dataset") == "dl19")
+    methods = {(r["family"], r["variant"], r["method"]) for r in both.iter_rows(named=True)}
+    assert {("listwise", "sim-linear", "none"), ("listwise", "sim-linear", "capcal@exact"),
+            ("pointwise", "sim-grades", "none"), ("pointwise", "sim-grades", "bsc@3")} <= methods, methods
+    assert both["queries"].unique().to_list() == [43] and both["tau_psi"].is_between(0, 1).all()
+
+
+def test_the_papers_tables_and_figures_in_every_format(default_run):
+    tables, figures = default_run.path("results", "tables"), default_run.path("results", "figures")
+    for name in ("position_bias", "original_vs_shuffled", "retrievers", "capcal", "ablations", "versus_baselines"):
+        for ext in ("md", "csv", "tex"):
+            assert (tables / f"{name}.{ext}").stat().st_size > 100
+    for name in ("position_curve", "inference_vs_training", "ablation_curves"):
+        assert (figures / f"{name}.png").stat().st_size > 10_000
+        assert (figures / f"{name}.pdf").read_bytes()[:5] == b"%PDF-"
+    assert "\\toprule" in (tables / "capcal.tex").read_text()
+    capcal = {r["method"]: r for r in default_run.table("capcal").to_dicts()}
+    assert set(capcal) == {"capcal", "capcal@exact", "permsc@3"}  # every CapCal variant, PermSC the comparison
+    t1 = {r["model"]: r for r in default_run.table("original_vs_shuffled").to_dicts()}
+    assert {"toy-first", "toy-debiasfirst", "sim-linear"} <= set(t1) and t1["toy-first"]["seeds"] == 2
+    t2 = default_run.table("retrievers").filter(pl.col("dataset") == "synthetic")
+    assert set(t2["retriever"]) == {"bm25", "dense", "splade", "rrf"}
+
+
+def test_every_artifact_records_what_produced_it(default_run):
+    """The job's rule, wildcards, config slice and the code version."""
+    from posbias import provenance
+
+    rec = provenance.read(default_run.path("results", "data", "synthetic", "corpus.parquet"))
+    assert rec["rule"] == "prepare_dataset" and rec["wildcards"] == {"dataset": "synthetic"} and rec["git_commit"]
+    assert provenance.read(default_run.path("results", "figures", "position_curve.png"))["rule"] == "paper_figure"
+    assert "Produced by posbias" in default_run.text("results", "tables", "position_bias.md")
+
+
+def test_every_job_left_a_log_and_a_benchmark(default_run):
+    n_logs = len(list(default_run.path("logs").rglob("*.log")))
+    assert n_logs >= 140 and len(list(default_run.path("benchmarks").rglob("*.tsv"))) == n_logs
+
+
+# --- reruns of the finished run: after every test that reads it as the run left it
+
+
+def _plan(workdir, edit=None) -> list[tuple[str, dict]]:
+    """The (rule, wildcards) of every job a dry run plans after ``edit`` of the default config (default
+    rerun triggers: mtime, params, input, code, software environment)."""
+    cfg = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    if edit is not None:
+        edit(cfg)
+    path = workdir / f"plan-config-{abs(hash(repr(cfg)))}.yaml"
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))  # the config's own key order (params compare by repr)
+    out = snakemake(workdir, "-n", "--configfile", str(path))
+    assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
+    jobs, rule = [], None
+    for line in out.stdout.splitlines():
+        if line.startswith(("rule ", "localrule ")) and line.endswith(":"):
+            rule = line.split()[1].rstrip(":")
+            jobs.append((rule, {}))
+        elif line.strip().startswith("wildcards:") and jobs:
+            jobs[-1][1].update(kv.split("=", 1) for kv in line.split(":", 1)[1].strip().split(", "))
+    return jobs
+
+
+def _reversed(mapping: dict) -> dict:
+    return {k: mapping[k] for k in reversed(list(mapping))}
+
+
+def _reverse_keys(cfg: dict) -> None:
+    """Write the keys of every config section and every entry in reverse order (the order of named
+    entries, e.g. datasets, is the order of table rows and stays)."""
+    for section in ("reranking", "evaluation", "propensity", "ocsft", "augmentation"):
+        cfg[section] = _reversed(cfg[section])
+    for group in ("datasets", "models", "retrievers", "training"):
+        for name, entry in cfg[group].items():
+            cfg[group][name] = _reversed(entry)
+            if "hyper" in entry:
+                cfg[group][name]["hyper"] = _reversed(entry["hyper"])
+
+
+def _rules(jobs) -> set[str]:
+    return {rule for rule, _ in jobs}
+
+
+EXPENSIVE = {"rerank", "train", "silver_labels", "propensity_rerank", "build_tiny_model", "index", "retrieve",
+             "prepare_dataset"}
+SIM = {m for m, spec in yaml.safe_load((REPO / "config" / "config.yaml").read_text())["models"].items()
+       if spec["kind"] == "simulated"}
+
+
+def _new_experiment(c):
+    c["reranking"]["experiments"].append({"model": "sim-grades", "dataset": "synthetic", "retriever": "bm25",
+                                          "orders": ["original"]})
+
+
+def _new_retriever(c):
+    c["retrievers"]["bm25b"] = {"kind": "bm25", "k1": 1.2, "b": 0.75}
+    c["datasets"]["synthetic"]["retrievers"].append("bm25b")
+
+
+def _check_new_experiment(jobs):
+    """A new experiment: its own rerank job(s), no other."""
+    assert [w for r, w in jobs if r == "rerank"] == [{"model": "sim-grades", "dataset": "synthetic", "retriever": "bm25",
+                                                     "debias": "none", "part": "list-0"}]
+    assert not _rules(jobs) & (EXPENSIVE - {"rerank"}), _rules(jobs)
+
+
+def _check_relevant_grade(jobs):
+    """The position protocol's grade: only the batches of position orders rerun."""
+    parts = {w["part"] for r, w in jobs if r == "rerank"}
+    assert parts and all(p.startswith("position-") for p in parts), parts
+
+
+def _check_bsc_k(jobs):
+    """ocsft.bsc_k is read by the stability stage only."""
+    assert _rules(jobs) & {"stability"} and not _rules(jobs) & EXPENSIVE, _rules(jobs)
+
+
+def _check_word_budget(jobs):
+    """Only the jobs of models that read passage text (no simulated model's rerank job)."""
+    reran = {w["model"] for r, w in jobs if r == "rerank"}
+    assert reran and not reran & SIM and "silver_labels" not in _rules(jobs), reran
+
+
+def _check_new_retriever(jobs):
+    """A new retriever on a dataset: its index, run and evaluation, no data or other retrieval job."""
+    assert {w["retriever"] for r, w in jobs if r in ("index", "retrieve", "evaluate_run")} == {"bm25b"}
+    assert not _rules(jobs) & {"prepare_dataset", "rerank", "train", "build_tiny_model"}, _rules(jobs)
+
+
+def _check_logging_steps(jobs):
+    """logging_steps changes the training log, not the model."""
+    assert not _rules(jobs) & EXPENSIVE, _rules(jobs)
+
+
+def _check_measures(jobs):
+    """evaluation.measures: the evaluations and tables, no rerank, train or silver job."""
+    assert {"evaluate_run", "rerank_summary"} <= _rules(jobs) and not _rules(jobs) & EXPENSIVE, _rules(jobs)
+
+
+def _check_window(jobs):
+    """The window: every rerank job, and nothing upstream of reranking."""
+    assert "rerank" in _rules(jobs) and not _rules(jobs) & {"train", "silver_labels", "prepare_dataset", "retrieve"}
+
+
+def _check_learning_rate(jobs):
+    """A learning rate: that entry's seeds retrain, and what reads them; the OC-SFT models do not."""
+    trained = {w["model"] for r, w in jobs if r == "train"}
+    assert {"toy-first-s1", "toy-first-s2"} <= trained and not trained & {"tiny-ocsft", "tiny-single-order"}, trained
+    assert not _rules(jobs) & {"prepare_dataset", "silver_labels", "retrieve"}, _rules(jobs)
+
+
+RERUNS = [
+    ("nothing", None, lambda jobs: jobs == [] or pytest.fail(f"planned {jobs}")),
+    ("keys-reversed", _reverse_keys, lambda jobs: jobs == [] or pytest.fail(f"planned {jobs}")),  # params are canonical
+    ("new-experiment", _new_experiment, _check_new_experiment),
+    ("relevant-grade", lambda c: c["reranking"].update(relevant_grade=1), _check_relevant_grade),
+    ("bsc-k", lambda c: c["ocsft"].update(bsc_k=[1, 2]), _check_bsc_k),
+    ("word-budget", lambda c: c["reranking"].update(word_budget=200), _check_word_budget),
+    ("new-retriever", _new_retriever, _check_new_retriever),
+    ("logging-steps", lambda c: c["training"]["toy-first"]["hyper"].update(logging_steps=7), _check_logging_steps),
+    ("measures", lambda c: c["evaluation"].update(measures=["nDCG@10", "RR@10"]), _check_measures),
+    ("window", lambda c: c["reranking"].update(window=15), _check_window),
+    ("learning-rate", lambda c: c["training"]["toy-first"]["hyper"].update(learning_rate=1.0e-3), _check_learning_rate),
+]
+
+
+@pytest.mark.parametrize(("edit", "check"), [r[1:] for r in RERUNS], ids=[r[0] for r in RERUNS])
+def test_a_config_edit_after_the_run_plans_exactly_what_reads_it(default_run, edit, check):
+    """Config edits after a complete default run: each plans exactly the jobs that read what changed."""
+    check(_plan(default_run.workdir, edit))
+
+
+def test_the_report_stage_rebuilds_from_existing_results(default_run):
+    """The report stage reruns its own jobs and nothing upstream."""
+    out = snakemake(default_run.workdir, "--cores", "2", "report", "--forcerun", "paper_table", "paper_figure")
+    assert out.returncode == 0, out.stderr[-3000:]
+    reran = {line.split()[-1].rstrip(")") for line in out.stderr.splitlines() if line.startswith("Finished jobid")}
+    assert reran <= {"paper_table", "paper_figure", "report"}, reran
+
+
+def test_a_rerun_of_the_data_stage_gives_byte_identical_parquet(default_run):
+    corpus = default_run.path("results", "data", "synthetic", "corpus.parquet")
+    before = corpus.read_bytes()
+    out = snakemake(default_run.workdir, "--cores", "2", "--forcerun", "prepare_dataset", "--until", "prepare_dataset")
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert corpus.read_bytes() == before
+
+
+def test_the_html_report_shows_every_registered_figure_in_a_browser(default_run):
+    """Last, because it skips where chromium cannot be installed: the HTML report rendered in headless
+    Chromium shows every registered figure with a real size."""
+    from tests.browser import ensure_chromium, rendered_figures
+    from tests.phases import phase
+
+    workdir = default_run.workdir
+    with phase("browser: the HTML report (install, render)"):
+        out = snakemake(workdir, "--report", str(workdir / "report.html"))
+        assert out.returncode == 0, out.stderr[-3000:]
+        ensure_chromium()
+        sizes = rendered_figures(workdir / "report.html", workdir / "report-screenshot.png")
+    assert {"results/figures/position_curve.png", "results/figures/inference_vs_training.png",
+            "results/figures/bsc_curve.png", "results/propensity/toy-first-s1/omega.png"} <= set(sizes)
+    assert all(w > 100 and h > 100 for w, h in sizes.values()), sizes
+    assert (workdir / "report-screenshot.png").stat().st_size > 10_000
