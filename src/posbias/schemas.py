@@ -148,7 +148,7 @@ TRANSITIONS = pa.schema(
     ]
 )
 OMEGA = pa.schema([("input_position", pa.int32()), ("output_rank", pa.int32()), ("omega", pa.float64())])
-# Training: the loss curve logged by the trainer.
+# Training: the loss curve logged by the trainer; grad_norm is the logged step's norm before clipping.
 LOSS_CURVE = pa.schema(
     [
         ("step", pa.int64()),
@@ -161,6 +161,7 @@ LOSS_CURVE = pa.schema(
         ("ips_clipped_share", pa.float64()),
         ("ips_weight_mean", pa.float64()),
         ("ips_weight_max", pa.float64()),
+        ("grad_norm", pa.float64()),
     ]
 )
 # OC-SFT: the teacher's scores of contiguous B-document windows, view 0 = first-stage order and views

@@ -30,6 +30,12 @@ def trainer_class():
 
         def __init__(self, *args, id_tokens, spec, propensity, **kwargs):
             super().__init__(*args, **kwargs)
+            # Our objectives are means over their micro-batch, so the Trainer must divide each by the
+            # accumulation steps. It skips that division when the model "accepts loss kwargs" and the
+            # batch carries labels (listwise batches do): it expects a loss already summed over the
+            # accumulated items. Off, every family's step over b x k equals its step over b·k x 1
+            # (micro-batches of equal size weigh equally; the LM term is a token mean per micro-batch).
+            self.model_accepts_loss_kwargs = False
             self.id_tokens, self.spec, self.propensity = id_tokens, spec, propensity
             self._parts: dict[str, list[float]] = {}
             if spec.pointwise:
@@ -105,7 +111,7 @@ def preemption_callback():
 
 
 LOSS_PARTS = ("rank_loss", "lm_loss", "supervised_loss", "consistency_loss", "learning_rate", "ips_clipped_share",
-              "ips_weight_mean", "ips_weight_max")
+              "ips_weight_mean", "ips_weight_max", "grad_norm")
 
 
 def loss_curve(history: list[dict]) -> pl.DataFrame:
