@@ -188,6 +188,7 @@ rule pool_figures:
     params:
         provenance=REPORT_LINE,
         variants={m: pbconfig.variant_of(config["training"], m) for m, _, _ in POOL_TARGETS},
+        reference=config["ocsft"]["pool"]["reference"],
     script:
         "../workflow/scripts/pool_figures.py"
 

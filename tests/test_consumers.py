@@ -8,7 +8,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from posbias import config, consumers, paper, readers
+from posbias import config, consumers, metrics, paper, readers
 from posbias.data import answers
 from posbias.errors import PosbiasError
 from posbias.models import build_tiny_causal_lm
@@ -25,14 +25,27 @@ def test_registry_matches_the_schema():
 
 
 def test_flip_rates_by_hand():
-    assert consumers.flip_rate(["a", "a", "b"]) == pytest.approx(2 / 3)  # 2 of the 3 pairs disagree
-    assert consumers.flip_rate([True, True]) == 0.0 and math.isnan(consumers.flip_rate(["a"]))
-    # two presentations, three documents: only the pair (a, b) swaps -> 1 of 3 pairs
-    assert consumers.pair_flip_rate([{"a": 1, "b": 2, "c": 3}, {"a": 2, "b": 1, "c": 3}]) == pytest.approx(1 / 3)
-    # a tie against a strict preference is a different decision
-    assert consumers.pair_flip_rate([{"a": 1, "b": 1}, {"a": 1, "b": 2}]) == 1.0
-    same = {"a": 0.3, "b": 0.9, "c": 0.1}
-    assert consumers.pair_flip_rate([same, dict(same), dict(same)]) == 0.0
+    """Modal flip rates: 1 − the share of presentations giving the most frequent decision."""
+    assert metrics.modal_flip(["a", "a", "b"]) == pytest.approx(1 / 3)  # 2 of 3 say "a"
+    assert metrics.modal_flip(["a", "b", "c", "a", "b", "a"]) == pytest.approx(1 / 2)  # 3 of 6 say "a"
+    assert metrics.modal_flip([True, True]) == 0.0 and metrics.modal_flip(["a"]) == 0.0
+    with pytest.raises(ValueError, match="at least one presentation"):
+        metrics.modal_flip([])
+    # 3 presentations x 4 responses; (chosen, rejected) = (0, 3), (0, 3), (1, 3); top pick 0, 0, 1
+    scores = [[0.9, 0.5, 0.3, 0.1], [0.8, 0.7, 0.2, 0.0], [0.4, 0.9, 0.3, 0.1]]
+    assert metrics.pair_flip(scores) == pytest.approx(1 / 3)
+    assert metrics.selection_flip(scores) == pytest.approx(1 / 3)
+    # the same chosen response with another rejected one is another pair; the selection is unchanged
+    scores = [[0.9, 0.5, 0.3, 0.1], [0.9, 0.1, 0.3, 0.5], [0.9, 0.3, 0.1, 0.5], [0.9, 0.5, 0.3, 0.1]]
+    assert metrics.pair_flip(scores) == pytest.approx(1 / 2) and metrics.selection_flip(scores) == 0.0
+    # ties go to the lower column index on both ends: [1, 1, 0] -> (0, 2); [0, 0, 0] -> (0, 0)
+    assert metrics.pair_flip([[1, 1, 0], [1, 0, 1], [0, 0, 0]]) == pytest.approx(2 / 3)
+    assert metrics.selection_flip([[1, 1, 0], [1, 0, 1], [0, 0, 0]]) == 0.0
+    # a random scorer's pair flip approaches 1 − P(the modal pair), far above the old pairwise ≈ 0.5
+    rng = np.random.default_rng(0)
+    assert metrics.pair_flip(rng.random((10, 4))) >= 0.7
+    with pytest.raises(ValueError, match="M x n array"):
+        metrics.pair_flip([0.1, 0.2])
     assert consumers.retained({"a": 0.5, "b": 0.9, "c": 0.5, "d": 0.1}, 0.5) == ["b", "a", "c"]
 
 
@@ -60,8 +73,9 @@ def test_qa_decisions_flip_when_the_retained_set_changes():
     assert [d["decision"] for d in details] == ["Paris", "Paris", "lyon"]  # n1 is first in canonical order
     assert [d["correct"] for d in details] == [True, True, False]
     (row,) = rows
-    assert row["quality"] == pytest.approx(2 / 3) and row["flip"] == pytest.approx(2 / 3)
-    assert row["verdict_flip"] == pytest.approx(2 / 3) and row["retained"] == pytest.approx(2.0)
+    # answers Paris, Paris, lyon: the modal answer is given 2 of 3 times -> flip 1/3 (the verdict too)
+    assert row["quality"] == pytest.approx(2 / 3) and row["flip"] == pytest.approx(1 / 3)
+    assert row["verdict_flip"] == pytest.approx(1 / 3) and row["retained"] == pytest.approx(2.0)
 
 
 def _run(scores):
@@ -76,7 +90,8 @@ def test_response_ranking_decisions_from_runs():
     table, details = consumers.decide(consumers.RESPONSE_RANKING, canonical, shuffled, qrels, 1, 10, 41,
                                       {"model": "m", "dataset": "rr", "retriever": "listed"})
     row = table.row(0, named=True)
-    assert row["flip"] == pytest.approx(1 / 6)  # of the six pairs only (a, b) flips
+    # (chosen, rejected) = (a, d) then (b, d): 1 of 2 off the mode; the top pick flips the same way
+    assert row["flip"] == pytest.approx(1 / 2) and row["verdict_flip"] == pytest.approx(1 / 2)
     assert row["quality"] == pytest.approx((1 + 1 / 2) / 2)  # nDCG@1: a (gain 2) then b (gain 1 of 2)
     assert details["decision"].to_list() == ["a", "b"] and row["consumer"] == "response_ranking"
     with pytest.raises(ValueError, match="at least two"):

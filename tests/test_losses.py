@@ -74,13 +74,45 @@ def test_wrong_propensity_shape():
         rank_ips_loss(torch.zeros(3), torch.arange(3), torch.zeros(4, 4))
 
 
-def test_lm_loss_and_joint():
+def test_lm_loss_by_hand():
     logits = torch.zeros(1, 4, 5)
     logits[0, 1, 3] = 10.0  # position 1 predicts token 3 strongly
     labels = torch.tensor([[-100, -100, 3, 2]])  # tokens 2 and 3 are the target
     loss = lm_loss(logits, labels)
     expected = (-torch.log_softmax(logits[0, 1], -1)[3] - torch.log_softmax(logits[0, 2], -1)[2]) / 2
     assert loss.item() == pytest.approx(expected.item(), rel=1e-5)
+
+
+def test_the_joint_objective_weighs_a_pair_mean_rank_term_and_a_token_mean_lm_term():
+    """DebiasFirst's L = λ·L_Rank-IPS + L_LM as the trainer computes it: rank_weight and lm_weight
+    multiply the two terms; the rank term is a mean over the ranked pairs with ω̂ = k²·ω, so the
+    paper's literal sum over pairs with the raw ω is (pairs · k⁴) times ours (k = 20: 190 · 20⁴ ≈
+    3·10⁷), and λ = 0.1 does not carry the paper's balance literally (docs/fidelity.md)."""
+    from posbias.training import TrainSpec
+    from posbias.training.listwise import objective
+
+    k, vocab = 20, 30
+    gen = torch.Generator().manual_seed(0)
+    logits = torch.randn(1, 4, vocab, generator=gen)
+    gold = torch.randperm(k, generator=gen)
+    omega = torch.rand(k, k, generator=gen) + 0.5
+    omega = omega / omega.sum()
+    batch = {"rank_position": torch.tensor([1]), "gold_rank": gold.unsqueeze(0),
+             "labels": torch.tensor([[-100, 4, 7, 9]])}
+    ids = list(range(5, 5 + k))
+    scores = logits[0, 1, ids]
+    rank = rank_ips_loss(scores, gold, omega, None, None)
+    lm = lm_loss(logits, batch["labels"])
+    for rank_weight, lm_weight in ((0.1, 1.0), (10.0, 1.0), (0.0, 2.0)):
+        spec = TrainSpec.create(method="debiasfirst", rank_weight=rank_weight, lm_weight=lm_weight, ips_floor=None)
+        total, parts = objective(logits, batch, ids, spec, omega)
+        assert float(total) == pytest.approx(rank_weight * float(rank) + lm_weight * float(lm), rel=1e-5)
+        assert parts["rank_loss"] == pytest.approx(float(rank), rel=1e-5) and parts["lm_loss"] == pytest.approx(float(lm))
+    r = gold.double() + 1  # the paper's sum: δ(s_j − s_i) / ((r_i + r_j) ω_{p_i, r_i} ω_{p_j, r_j})
+    w = omega.double()[torch.arange(k), gold]
+    literal = sum(float(torch.nn.functional.softplus(scores[j] - scores[i])) / ((r[i] + r[j]) * w[i] * w[j])
+                  for i in range(k) for j in range(k) if r[i] < r[j])
+    assert literal == pytest.approx(float(rank) * (k * (k - 1) / 2) * k ** 4, rel=1e-4)
 
 
 def test_ocsft_loss_by_hand():

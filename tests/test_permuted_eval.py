@@ -159,9 +159,15 @@ def test_list_level_permsc_aggregates_reranked_shuffles(collection):
     assert mean_ndcg({"original": central}) > mean_ndcg(plain) + 0.02
     one = permsc.aggregate_runs([plain["shuffled-0"]], "kemeny")
     assert one.select("query_id", "doc_id", "rank").equals(plain["shuffled-0"].select("query_id", "doc_id", "rank"))
-    # a majority of identical rankings wins; every query keeps all its candidates
-    twice = permsc.aggregate_runs([plain["shuffled-0"], plain["shuffled-0"], plain["shuffled-1"]], "borda")
-    assert twice.group_by("query_id").len()["len"].to_list() == [20] * twice["query_id"].n_unique()
+    # a majority of identical rankings wins: it agrees with the majority on every pair, so it is the
+    # unique Kemeny optimum; every query keeps all its candidates
+    majority = [plain["shuffled-0"], plain["shuffled-0"], plain["shuffled-1"]]
+    twice = permsc.aggregate_runs(majority, "kemeny")
+    assert plain["shuffled-0"]["doc_id"].to_list() != plain["shuffled-1"]["doc_id"].to_list()
+    assert (twice.sort("query_id", "rank").select("query_id", "doc_id")
+            .equals(plain["shuffled-0"].sort("query_id", "rank").select("query_id", "doc_id")))
+    borda = permsc.aggregate_runs(majority, "borda")
+    assert borda.group_by("query_id").len()["len"].to_list() == [20] * borda["query_id"].n_unique()
     cost = pl.DataFrame({"query_id": ["a", "b"], "windows": [1, 1], "calls": [1, 2], "prompt_tokens": [10, 20],
                          "seconds": [0.5, 1.0]})
     assert permsc.summed_costs([cost] * 3)["calls"].to_list() == [3, 6]

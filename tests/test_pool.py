@@ -1,6 +1,8 @@
 """The pool-replacement design (posbias.pool): Pool-PSI and the variance decomposition with known
 answers from simulated scorers, and their figures."""
 
+import math
+
 import numpy as np
 import polars as pl
 import pytest
@@ -78,10 +80,29 @@ def test_summary_and_figures(tmp_path):
     tables = [_summary(SimulatedGrader(GRADES, window=6, seed=0)).with_columns(model=pl.lit("a-s1")),
               _summary(SimulatedGrader(GRADES, window=6, prior="linear", strength=3.0, seed=0)).with_columns(
                   model=pl.lit("b"))]
-    summary = pool_summary(pl.concat(tables), {"a-s1": "a"})
+    summary = pool_summary(pl.concat(tables), {"a-s1": "a"}, reference="b")
     rows = {r["variant"]: r for r in summary.iter_rows(named=True)}
-    assert rows["a"]["document_share"] == pytest.approx(1.0) and rows["b"]["order_share"] > 0.1
-    for r in rows.values():
-        assert r["document_share"] + r["companions_share"] + r["order_share"] == pytest.approx(1.0)
+    assert rows["a"]["document_share"] == pytest.approx(1.0) and rows["b"]["slot_effect"] == pytest.approx(1.0)
+    assert rows["a"]["residual_vs_reference"] == 0.0 and rows["b"]["residual_vs_reference"] == 1.0
+    with pytest.raises(ValueError, match="ocsft.pool.reference: 'c' is not a model"):
+        pool_summary(pl.concat(tables), {}, reference="c")
     pool_figures(summary, tmp_path / "psi.png", tmp_path / "var.png")
     assert all((tmp_path / f).stat().st_size > 1000 for f in ("psi.png", "psi.pdf", "var.png", "var.pdf"))
+
+
+def test_the_shares_are_of_the_within_document_variance():
+    """OC-SFT's 82.5 % / 16.9 % split the variance left within documents (companions + order, not the
+    document part), from the parts' means over queries; its 3.2 % is a residual over the reference's."""
+    def queries(model, document, companions, order):
+        return pl.DataFrame({"model": model, "dataset": "d", "retriever": "r", "query_id": ["q1", "q2"],
+                             "pool_psi": 0.1, "document": document, "companions": companions, "order": order,
+                             "total": [d + c + o for d, c, o in zip(document, companions, order)]})
+
+    per_query = pl.concat([queries("base", [10.0, 10.0], [6.0, 2.0], [1.0, 1.0]),
+                           queries("trained", [10.0, 10.0], [1.0, 1.0], [0.02, 0.06])])
+    rows = {r["variant"]: r for r in pool_summary(per_query, {}, reference="base").iter_rows(named=True)}
+    base, trained = rows["base"], rows["trained"]
+    assert base["companion_coupling"] == pytest.approx(4 / 5) and base["slot_effect"] == pytest.approx(1 / 5)
+    assert base["document_share"] == pytest.approx(10 / 15)  # not the paper's denominator
+    assert trained["residual_vs_reference"] == pytest.approx(0.04) and base["residual_vs_reference"] == 1.0
+    assert math.isnan(pool_summary(per_query, {}).row(0, named=True)["residual_vs_reference"])

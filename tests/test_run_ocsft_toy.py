@@ -86,9 +86,9 @@ def test_the_pool_design_separates_order_residual_from_companion_coupling(ocsft_
     """The slot-biased teacher's variance is order residual, never companion coupling; single order
     inherits that residual and OC-SFT mostly does not."""
     pool = {r["variant"]: r for r in ocsft_toy_run.table("pool").iter_rows(named=True)}
-    assert abs(pool["slot-teacher"]["companions_share"]) < 1e-9 and abs(pool["slot-teacher"]["pool_psi"]) < 1e-9
+    assert abs(pool["slot-teacher"]["companion_coupling"]) < 1e-9 and abs(pool["slot-teacher"]["pool_psi"]) < 1e-9
     # measured: order residual 0.092 of the variance vs 0.723
-    assert pool["toy-ocsft"]["order_share"] + 0.3 < pool["toy-single-order"]["order_share"], pool
+    assert pool["toy-ocsft"]["residual_vs_reference"] + 0.3 < pool["toy-single-order"]["residual_vs_reference"], pool
     assert ocsft_toy_run.path("results", "figures", "variance_decomposition.png").is_file()
 
 

@@ -412,11 +412,15 @@ def decision_targets(config: dict) -> list[tuple[str, str, str]]:
 
 def check_consumers(config: dict) -> None:
     """A multi-document QA experiment needs a reader and gold answers, and the pool design passage
-    reranking datasets; ValueError with one line."""
+    reranking datasets and a reference among its models; ValueError with one line."""
     for dataset in config["ocsft"]["pool"]["datasets"]:
         if dataset not in config["datasets"] or consumer_of(config, dataset) != consumers.PASSAGE_RERANKING:
             raise ValueError(f"config: ocsft.pool.datasets names {dataset!r}, which is not a passage-reranking "
                              "datasets entry")
+    reference = config["ocsft"]["pool"]["reference"]
+    if reference is not None and reference not in {m for m, _, _ in pool_targets(config)}:
+        raise ValueError(f"config: ocsft.pool.reference names {reference!r}, which scores no pool-design experiment "
+                         "(a pointwise experiment on a dataset of ocsft.pool.datasets)")
     for model, dataset, _ in decision_targets(config):
         spec = config["datasets"][dataset]
         if not needs_reader(config, dataset):

@@ -12,11 +12,12 @@ function here (dispatched by :func:`decide`), and its ``consumers.<name>`` block
   canonical order as for retention Jaccard) goes to a frozen reader (:mod:`posbias.readers`); the
   decisions are its answer and the verdict (correct or not). The retained passages reach the reader
   in one fixed order per query (by canonical score), so only the set can change its answer.
-- ``response_ranking``: the preference between each pair of responses (the sign of the score
-  difference) and the response ranked first (nDCG@1).
+- ``response_ranking``: the preference pair each presentation gives (the top-scored response chosen,
+  the bottom-scored rejected: the pair a preference-training set would take) and the response ranked
+  first (nDCG@1, selection).
 
-A flip rate is the share of presentation pairs whose decisions differ, so it does not grow with the
-number of presentations M.
+A flip rate is modal (:func:`posbias.metrics.modal_flip`): 1 − the share of the M presentations whose
+decision is the most frequent one, averaged over instances.
 """
 
 from __future__ import annotations
@@ -25,12 +26,11 @@ import math
 import re
 import string
 from dataclasses import dataclass, field
-from itertools import combinations
-from typing import Sequence
-
 import numpy as np
 import polars as pl
 import pyarrow as pa
+
+from posbias import metrics
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,8 @@ CONSUMERS = {c.name: c for c in (
     Consumer(MULTIDOC_QA, "multi-document QA", reader=True,
              columns={"quality": "accuracy", "flip": "answer flip", "verdict_flip": "verdict flip",
                       "retained": "retained passages"}),
-    Consumer(RESPONSE_RANKING, "response ranking", columns={"quality": "nDCG@1", "flip": "pair flip"}),
+    Consumer(RESPONSE_RANKING, "response ranking",
+             columns={"quality": "nDCG@1", "flip": "pair flip", "verdict_flip": "selection flip"}),
 )}
 
 
@@ -93,25 +94,6 @@ class Question:
     passages: list[tuple[str, str]]  # (doc id, text), in the order the reader reads them
 
 
-def flip_rate(decisions: Sequence) -> float:
-    """The share of presentation pairs whose decisions differ (NaN with fewer than two)."""
-    pairs = list(combinations(decisions, 2))
-    return float(np.mean([a != b for a, b in pairs])) if pairs else math.nan
-
-
-def pair_flip_rate(presentations: Sequence[dict[str, float]]) -> float:
-    """The share of (document pair, presentation pair) combinations where the preference between
-    the two documents differs: the sign of their score difference, a tie counting as its own
-    decision. Documents are those scored in every presentation."""
-    if len(presentations) < 2:
-        return math.nan
-    docs = sorted(set.intersection(*(set(p) for p in presentations)))
-    if len(docs) < 2:
-        return math.nan
-    signs = np.array([[np.sign(p[a] - p[b]) for a, b in combinations(docs, 2)] for p in presentations])
-    return float(np.mean([np.mean(signs[i] != signs[j]) for i, j in combinations(range(len(signs)), 2)]))
-
-
 def retained(scores: dict[str, float], threshold: float) -> list[str]:
     """The retention set at ``threshold``, by decreasing score (ties by doc id)."""
     return sorted((d for d, s in scores.items() if s >= threshold), key=lambda d: (-scores[d], d))
@@ -143,7 +125,8 @@ def qa_decisions(canonical: dict[str, dict[str, float]], presentations: list[dic
         details += [{"query_id": q, "presentation": m, "decision": a, "correct": v}
                     for m, (a, v) in enumerate(zip(said, verdicts))]
         rows.append({"query_id": q, "presentations": len(presentations), "quality": float(np.mean(verdicts)),
-                     "flip": flip_rate([normalize_answer(a) for a in said]), "verdict_flip": flip_rate(verdicts),
+                     "flip": metrics.modal_flip([normalize_answer(a) for a in said]),
+                     "verdict_flip": metrics.modal_flip(verdicts),
                      "retained": float(np.mean([len(kept[q, m]) for m in range(len(presentations))]))})
     return rows, details
 
@@ -151,18 +134,22 @@ def qa_decisions(canonical: dict[str, dict[str, float]], presentations: list[dic
 def response_decisions(presentations: list[dict[str, dict[str, float]]],
                        ndcg1: list[dict[str, float]]) -> tuple[list[dict], list[dict]]:
     """Response ranking over the queries scored in every presentation: quality = mean nDCG@1 over the
-    presentations (``ndcg1[m][q]``), flip = :func:`pair_flip_rate`; per presentation the decision is
-    the response ranked first."""
+    presentations (``ndcg1[m][q]``), flip = :func:`posbias.metrics.pair_flip`, verdict_flip = its
+    :func:`~posbias.metrics.selection_flip`, over the responses scored in every presentation (by doc
+    id, so a tie goes to the lower id); per presentation the decision is the response ranked first."""
     queries = sorted(set.intersection(*(set(p) for p in presentations)))
     rows, details = [], []
     for q in queries:
         shown = [p[q] for p in presentations]
+        responses = sorted(set.intersection(*(set(s) for s in shown)))
+        matrix = [[scores[r] for r in responses] for scores in shown]
         for m, scores in enumerate(shown):
             details.append({"query_id": q, "presentation": m, "decision": retained(scores, -math.inf)[0],
                             "correct": None})
         rows.append({"query_id": q, "presentations": len(shown),
                      "quality": float(np.mean([n.get(q, 0.0) for n in ndcg1])),
-                     "flip": pair_flip_rate(shown), "verdict_flip": math.nan, "retained": math.nan})
+                     "flip": metrics.pair_flip(matrix), "verdict_flip": metrics.selection_flip(matrix),
+                     "retained": math.nan})
     return rows, details
 
 
@@ -174,7 +161,7 @@ def decide(consumer: str, canonical_run: pl.DataFrame, shuffled_runs: list[pl.Da
     (M) shuffled runs: (DECISIONS, one row per query; DECISION_DETAILS, one per query and
     presentation), each row carrying ``keys`` (model, dataset, retriever). Multi-document QA needs
     ``reader``, ``questions``, passage ``texts`` and ``golds``; its τ* is retention Jaccard's."""
-    from posbias import metrics, schemas
+    from posbias import schemas
     from posbias.stability import (
         bsc_presentations,
         ndcg_by_query,

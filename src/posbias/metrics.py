@@ -8,10 +8,12 @@ is exactly the rank order.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Hashable, Sequence
 from itertools import combinations
 
 import ir_measures
+import numpy as np
 import polars as pl
 from scipy.stats import kendalltau
 
@@ -77,6 +79,39 @@ def tau_psi(rankings: Sequence[Sequence[str]]) -> float:
     return (1.0 - sum(taus) / len(taus)) / 2.0
 
 
+def modal_flip(decisions: Sequence[Hashable]) -> float:
+    """One instance's flip rate over its M presentations: 1 − the share of the presentations whose
+    decision is the most frequent one (0 when all agree; (M − 1) / M at most). The OC-SFT paper's
+    public code counts its answer flip this way; every flip rate here (answer, verdict, selection,
+    pair) is this function of the right decision."""
+    if not decisions:
+        raise ValueError("a flip rate needs at least one presentation")
+    return 1.0 - max(Counter(decisions).values()) / len(decisions)
+
+
+def _score_matrix(scores) -> np.ndarray:
+    matrix = np.asarray(scores, dtype=float)
+    if matrix.ndim != 2 or matrix.shape[0] < 1 or matrix.shape[1] < 1:
+        raise ValueError(f"scores: one prompt's M x n array (presentation x response), got shape {matrix.shape}")
+    return matrix
+
+
+def selection_flip(scores) -> float:
+    """Selection flip of one prompt: :func:`modal_flip` of the top-scored response over the M
+    presentations. ``scores``: M x n (row = presentation, column = response, the same response order
+    in every row); ties go to the lower column index."""
+    return modal_flip(np.argmax(_score_matrix(scores), axis=1).tolist())
+
+
+def pair_flip(scores) -> float:
+    """Pair flip of one prompt (OC-SFT: "只测了供给偏好训练的 chosen/rejected 对"): in each of the M
+    presentations the top-scored response is chosen and the bottom-scored one rejected; the flip is
+    :func:`modal_flip` of that (chosen, rejected) pair. ``scores`` as for :func:`selection_flip`;
+    ties go to the lower column index on both ends."""
+    matrix = _score_matrix(scores)
+    return modal_flip(list(zip(np.argmax(matrix, axis=1).tolist(), np.argmin(matrix, axis=1).tolist())))
+
+
 def _set_f1(retained: set[str], relevant: set[str]) -> float:
     if not retained and not relevant:
         return 1.0
@@ -93,8 +128,6 @@ def f1_threshold(canonical_scores: dict[str, dict[str, float]], relevant: dict[s
     and highest pooled score, the threshold whose sets {d : score ≥ τ} have the highest mean per-query
     F1 against ``relevant`` (ties go to the higher threshold; a query with neither retained nor
     relevant documents has F1 = 1). Queries are those with scores."""
-    import numpy as np
-
     queries = [q for q in canonical_scores if canonical_scores[q]]
     pooled = np.array([s for q in queries for s in canonical_scores[q].values()], dtype=float)
     grid = np.linspace(pooled.min(), pooled.max(), grid_points)
@@ -118,8 +151,6 @@ def retention_jaccard(canonical_scores: dict[str, dict[str, float]], relevant: d
 
     Queries are those of ``canonical_scores`` that also appear in ``scores_over_perms``.
     """
-    import numpy as np
-
     queries = sorted(q for q in canonical_scores if q in scores_over_perms and canonical_scores[q])
     if not queries:
         raise ValueError("retention_jaccard: no query has both canonical scores and permuted scores")
@@ -156,8 +187,6 @@ def tie_rate(scores: Sequence[float]) -> float:
 def score_dispersion(scores: Sequence[float]) -> float:
     """The population standard deviation of one list's scores: how far apart a scorer places the
     documents it must order (near 0: small perturbations reorder them)."""
-    import numpy as np
-
     return float(np.std(np.asarray(list(scores), dtype=float))) if len(scores) else 0.0
 
 

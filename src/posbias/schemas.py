@@ -223,8 +223,9 @@ STABILITY_QUERIES = pa.schema(
 )
 
 # The decisions a consumer (posbias.consumers) takes from one scorer's scores, per query: quality (QA
-# accuracy, response ranking nDCG@1), flip (answer flip, pair flip), verdict flip and mean retained
-# passages (QA); flip rates are shares of presentation pairs that disagree.
+# accuracy, response ranking nDCG@1), flip (answer flip, pair flip), verdict_flip (QA verdict flip,
+# response ranking selection flip) and mean retained passages (QA); flip rates are modal
+# (posbias.metrics.modal_flip: 1 − the share of presentations giving the most frequent decision).
 DECISIONS = pa.schema(
     [STABILITY.field(n) for n in ("model", "dataset", "retriever")]
     + [

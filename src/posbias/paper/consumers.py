@@ -68,9 +68,9 @@ def decisions_table(per_query: pl.DataFrame, variants: dict[str, str], reference
     notes = ("Each pointwise scorer's decisions over M shuffled presentations, per query, then means ± sd over "
              "seeds. Multi-document QA: the retention set (scores ≥ τ*, the threshold with the best canonical "
              "set-F1) read by the frozen reader in a fixed order; accuracy = exact match over presentations; "
-             "answer / verdict flip = share of presentation pairs whose answer / verdict differs. Response "
-             "ranking: nDCG@1 over presentations; pair flip = share of (response pair, presentation pair) "
-             "combinations whose preference differs. † differs from the dataset's OC-SFT variant (reference; paired "
+             "answer / verdict flip = 1 − the share of presentations giving the most frequent answer / verdict. "
+             "Response ranking: nDCG@1 over presentations; pair flip = the same for the (chosen = top-scored, "
+             "rejected = bottom-scored) pair, selection flip for the top-scored response alone. † differs from the dataset's OC-SFT variant (reference; paired "
              f"two-sided Wilcoxon over queries, Holm-corrected per column, p < {ALPHA}).")
     data = pl.DataFrame(rows) if rows else pl.DataFrame(schema={"dataset": pl.String})
     return Table(data, pl.DataFrame(view), notes)
