@@ -69,7 +69,7 @@ def pytest_collection_modifyitems(items) -> None:
     items.sort(key=lambda item: rank.get(item.module.__name__, len(RUNS)))
 
 
-def run_once(name: str, workdir: Path, *args: str, configfile: Path | None = None, timeout: int = 2400) -> Run:
+def run_once(name: str, workdir: Path, *args: str, configfile: Path | None = None, timeout: int = 3600) -> Run:
     """Run the workflow in ``workdir`` as the phase ``name``; a failed run fails every test that reads it."""
     with phase(f"workflow run: {name}"):
         out = snakemake(workdir, "--cores", "2", *args, configfile=configfile, timeout=timeout)

@@ -66,3 +66,20 @@ def test_the_version_is_the_changelog_release_and_the_git_tag():
                             text=True, check=True).stdout.strip()
     assert latest == f"v{__version__}", f"git describe names {latest}; bump posbias.__version__ or tag the release"
     assert provenance.git_state()["git_describe"].startswith(latest)
+
+
+def test_a_job_is_held_to_its_threads_without_importing_torch(tmp_path):
+    """posbias.jobs.logged holds a script job to its Snakemake threads: through the environment, so a
+    job that never imports torch does not pay for it, and torch (imported later) starts with them."""
+    code = """
+import sys, types
+from posbias.jobs import logged
+job = types.SimpleNamespace(log=[sys.argv[1]], rule="r", wildcards={}, params={}, config={}, threads=1)
+with logged(job, "r"):
+    assert "torch" not in sys.modules
+    import torch
+    print(torch.get_num_threads(), flush=True)
+"""
+    log = tmp_path / "job.log"
+    subprocess.run([sys.executable, "-c", code, str(log)], capture_output=True, text=True, check=True)
+    assert log.read_text().splitlines()[0] == "1", log.read_text()

@@ -15,7 +15,6 @@ from itertools import combinations
 import ir_measures
 import numpy as np
 import polars as pl
-from scipy.stats import kendalltau
 
 from posbias.errors import PosbiasError
 
@@ -64,6 +63,8 @@ def tau_psi(rankings: Sequence[Sequence[str]]) -> float:
     ``rankings`` are the M ≥ 2 rankings (best first) of the same items produced from M input
     orders. ψ = 0 when every ranking agrees, 0.5 for unrelated rankings, 1 for pairwise reversals.
     """
+    from scipy.stats import kendalltau  # here: scipy.stats costs ~1 CPU-s to import, and most jobs never need it
+
     if len(rankings) < 2:
         raise ValueError(f"tau_psi needs at least 2 rankings, got {len(rankings)}")
     items = sorted(rankings[0])

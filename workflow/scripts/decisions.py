@@ -1,14 +1,11 @@
 """One pointwise scorer's decisions for its dataset's consumer over M presentations (posbias.consumers)."""
 
-import torch
-
 from posbias import consumers, readers, schemas
 from posbias.data.collection import grades_by_query, passage_texts
 from posbias.jobs import logged
 
 sm = snakemake  # noqa: F821
 with logged(sm, "decisions") as log:
-    torch.set_num_threads(sm.threads)  # the job's CPUs (two jobs share 2 CPUs without oversubscribing)
     runs = dict(zip(sm.params.orders, sm.input.runs))
     qrels = schemas.read(sm.input.qrels, "qrels")
     qa = {}

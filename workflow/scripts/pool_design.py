@@ -1,7 +1,5 @@
 """Score one pointwise scorer on the pool-replacement design and summarise it per query (posbias.pool)."""
 
-import torch
-
 from posbias import pool, rerankers, schemas
 from posbias.data.collection import grades_by_query
 from posbias.jobs import logged
@@ -9,7 +7,6 @@ from posbias.jobs import logged
 sm = snakemake  # noqa: F821
 p, window = sm.params.pool, sm.params.model["grade_window"]
 with logged(sm, "pool_design") as log:
-    torch.set_num_threads(sm.threads)  # the job's CPUs (two jobs share 2 CPUs without oversubscribing)
     grades = grades_by_query(schemas.read(sm.input.qrels, "qrels"))
     lists, cells, skipped = pool.layout(schemas.read(sm.input.run, "run"), schemas.read(sm.input.queries, "queries"),
                                         schemas.read(sm.input.corpus, "corpus"), grades, p, window, sm.params.seed)

@@ -1,7 +1,5 @@
 """Rerank every propensity sample (one window each) with the model whose bias is estimated."""
 
-import torch
-
 from posbias import propensity, rerankers, schemas
 from posbias.data.collection import grades_by_query, passage_texts
 from posbias.jobs import logged
@@ -9,7 +7,6 @@ from posbias.rerank import rerank
 
 sm = snakemake  # noqa: F821
 with logged(sm, "propensity_rerank") as log:
-    torch.set_num_threads(sm.threads)  # the job's CPUs (two jobs share 2 CPUs without oversubscribing)
     sampled = schemas.read(sm.input.samples, "propensity_samples")
     queries = schemas.read(sm.input.queries, "queries")
     corpus = schemas.read(sm.input.corpus, "corpus")

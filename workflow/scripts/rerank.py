@@ -8,7 +8,6 @@ paths."""
 import json
 import time
 
-import torch
 from tqdm import tqdm
 
 from posbias import rerankers, runs, schemas
@@ -20,7 +19,6 @@ from posbias.rerank import ORDER_FILES, Experiment, rerank_order
 sm = snakemake  # noqa: F821
 rr, seed = sm.params.settings, sm.params.seed  # only the config keys this job reads (config.rerank_settings)
 with logged(sm, "rerank") as log:
-    torch.set_num_threads(sm.threads)  # the job's CPUs (two jobs share 2 CPUs without oversubscribing)
     grades = grades_by_query(schemas.read(sm.input.qrels, "qrels"))
     first_stage = schemas.read(sm.input.run, "run")
     queries, corpus = schemas.read(sm.input.queries, "queries"), schemas.read(sm.input.corpus, "corpus")

@@ -4,8 +4,6 @@ import json
 import time
 from pathlib import Path
 
-import torch
-
 from posbias import rerankers, schemas, silver
 from posbias.data.collection import grades_by_query
 from posbias.jobs import logged
@@ -13,7 +11,6 @@ from posbias.jobs import logged
 sm = snakemake  # noqa: F821
 oc = sm.params.ocsft
 with logged(sm, "silver_labels") as log:
-    torch.set_num_threads(sm.threads)  # the job's CPUs (two jobs share 2 CPUs without oversubscribing)
     grades = grades_by_query(schemas.read(sm.input.qrels, "qrels"))
     if sm.wildcards.teacher == silver.QRELS_TEACHER:
         teacher = silver.QRELS_TEACHER

@@ -8,8 +8,6 @@ teacher's slot propensity. One GPU or CPU: in this process. Several GPUs (``trai
 
 from pathlib import Path
 
-import torch
-
 from posbias import propensity, schemas, silver
 from posbias.config import TRAIN_OPERATIONAL
 from posbias.jobs import logged
@@ -19,7 +17,6 @@ from posbias.training import TrainSpec, launch_distributed, train
 sm = snakemake  # noqa: F821
 run = sm.params.run
 with logged(sm, "train") as log:
-    torch.set_num_threads(sm.threads)
     operational = {k: v for k, v in sm.config["training"][sm.wildcards.model]["hyper"].items()
                    if k in TRAIN_OPERATIONAL}  # logging and checkpointing: read here, not params (no retraining)
     spec = TrainSpec(method=run["method"], seed=run.get("seed", sm.params.seed), word_budget=sm.params.word_budget,
