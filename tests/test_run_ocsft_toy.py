@@ -66,7 +66,7 @@ def test_ocsft_flips_fewer_qa_answers(ocsft_toy_run):
     """Multi-document QA (B = 10, λ = 3), each variant trained on its windows, two seeds."""
     decisions = _decisions(ocsft_toy_run)
     qa, qa_single = decisions["toy-qa", "toy-qa-ocsft"], decisions["toy-qa", "toy-qa-single-order"]
-    # measured: accuracy 1.000 vs 0.847 ± 0.004, answer flip 0.000 vs 0.281 ± 0.004
+    # measured (modal flips): accuracy 1.000 vs 0.768 ± 0.031, answer flip 0.000 vs 0.222 ± 0.016
     assert qa["seeds"] == qa_single["seeds"] == 2
     assert qa["quality"] > qa_single["quality"] + 0.1 and qa["flip"] + 0.1 < qa_single["flip"], (qa, qa_single)
     assert qa_single["p_holm_flip"] < 0.05 and qa["retained"] >= 1
@@ -77,18 +77,23 @@ def test_ocsft_flips_fewer_response_pairs(ocsft_toy_run):
     decisions = _decisions(ocsft_toy_run)
     rr = decisions["toy-responses", "toy-responses-ocsft"]
     rr_single = decisions["toy-responses", "toy-responses-single-order"]
-    # measured: pair flip 0.128 ± 0.001 vs 0.219 ± 0.003, nDCG@1 0.920 vs 0.858
+    # measured (the chosen/rejected pair, modal): pair flip 0.453 ± 0.014 vs 0.542 ± 0.002, nDCG@1 0.866 vs
+    # 0.823; 6 presentations of 4 responses, so a pair flip near 0.5 is where a scorer's ties land
     assert rr["flip"] + 2 * max(rr["flip_sd"], rr_single["flip_sd"]) < rr_single["flip"], (rr, rr_single)
     assert rr["quality"] >= rr_single["quality"] and rr_single["p_holm_flip"] < 0.05, (rr, rr_single)
 
 
 def test_the_pool_design_separates_order_residual_from_companion_coupling(ocsft_toy_run):
-    """The slot-biased teacher's variance is order residual, never companion coupling; single order
-    inherits that residual and OC-SFT mostly does not."""
+    """The slot-biased teacher's within-document variance is all slot effect, never companion coupling;
+    single order inherits that residual and OC-SFT mostly does not (residuals against the base grader's,
+    ``ocsft.pool.reference``)."""
     pool = {r["variant"]: r for r in ocsft_toy_run.table("pool").iter_rows(named=True)}
-    assert abs(pool["slot-teacher"]["companion_coupling"]) < 1e-9 and abs(pool["slot-teacher"]["pool_psi"]) < 1e-9
-    # measured: order residual 0.092 of the variance vs 0.723
-    assert pool["toy-ocsft"]["residual_vs_reference"] + 0.3 < pool["toy-single-order"]["residual_vs_reference"], pool
+    teacher = pool["slot-teacher"]
+    assert abs(teacher["companion_coupling"]) < 1e-9 and abs(teacher["pool_psi"]) < 1e-9
+    assert teacher["slot_effect"] == pytest.approx(1.0) and pool["toy-grader"]["residual_vs_reference"] == 1.0
+    # measured: order residual 4.9 ± 0.5 vs 185 ± 5 times the base grader's (variance 0.0006 vs 0.023)
+    assert pool["toy-ocsft"]["order"] * 10 < pool["toy-single-order"]["order"], pool
+    assert pool["toy-ocsft"]["residual_vs_reference"] * 10 < pool["toy-single-order"]["residual_vs_reference"], pool
     assert ocsft_toy_run.path("results", "figures", "variance_decomposition.png").is_file()
 
 
