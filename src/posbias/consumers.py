@@ -26,6 +26,7 @@ import math
 import re
 import string
 from dataclasses import dataclass, field
+
 import numpy as np
 import polars as pl
 import pyarrow as pa
