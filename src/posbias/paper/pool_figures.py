@@ -64,7 +64,7 @@ def _share(part: pl.Expr, whole: pl.Expr) -> pl.Expr:
 
 def pool_figures(summary: pl.DataFrame, psi_path: str | Path, variance_path: str | Path) -> None:
     """Pool-PSI (bars, ± sd over seeds) and the within-document variance shares (stacked bars, each
-    labelled with its residual as a share of the reference's), one group per dataset."""
+    labelled with its residual as a multiple of the reference's), one group per dataset."""
     plt = pyplot()
     groups = list(summary.group_by("dataset", "retriever", maintain_order=True))
     fig, axes = plt.subplots(1, len(groups), figsize=(4.5 * len(groups), 3.6), squeeze=False, constrained_layout=True)
@@ -83,8 +83,8 @@ def pool_figures(summary: pl.DataFrame, psi_path: str | Path, variance_path: str
             ax.bar(x, part[share], bottom=bottom, color=colour, label=share.replace("_", " "))
             bottom += part[share].to_numpy()
         for i, ratio in enumerate(part["residual_vs_reference"]):
-            if ratio == ratio:  # not NaN: the residual as a share of the off-the-shelf scorer's
-                ax.annotate(f"{100 * ratio:.1f}%", (i, bottom[i]), ha="center", va="bottom", fontsize=6)
+            if ratio == ratio:  # not NaN: the residual as a multiple of the off-the-shelf scorer's
+                ax.annotate(f"{ratio:.3g}×", (i, bottom[i]), ha="center", va="bottom", fontsize=6)
         ax.set_xticks(x, part["variant"], rotation=30, ha="right", fontsize=7)
         ax.set(title=f"{dataset} · {retriever}", ylabel="share of within-document score variance", ylim=(0, 1.1))
     axes[0][0].legend(fontsize=7, loc="lower left")
