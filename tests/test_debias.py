@@ -81,14 +81,33 @@ def test_capcal_known_values():
     assert debias.capcal_scores(p, q, alpha=1.0) == pytest.approx([0.5 - (0.6 - 1 / 3), 0.3 - (0.3 - 1 / 3), 0.2 - (0.1 - 1 / 3)])
     # uniform prior: nothing changes, whatever alpha
     assert debias.capcal_scores(p, [1 / 3] * 3) == pytest.approx(p)
-    # entropy-adaptive alpha: H/ln|C| of a uniform P is 1, so alpha = min(5, 2) = 2
+    # entropy-adaptive alpha: H/ln|C| of a uniform P is 1, so alpha = min(c, alpha_max) = 1 by default
     uniform = debias.capcal_scores([1 / 3] * 3, q)
-    assert uniform == pytest.approx([1 / 3 - 2 * (qq - 1 / 3) for qq in q])
-    # a confident model gets a small alpha
+    assert uniform == pytest.approx([1 / 3 - (qq - 1 / 3) for qq in q])
+    # a confident model gets a small alpha: c·H/ln|C|
     h = -(0.98 * math.log(0.98) + 2 * 0.01 * math.log(0.01))
-    alpha = min(5 * h / math.log(3), 2)
+    alpha = h / math.log(3)
+    assert debias.capcal_alpha([0.98, 0.01, 0.01]) == pytest.approx(alpha) and alpha < 0.15
     assert debias.capcal_scores([0.98, 0.01, 0.01], q) == pytest.approx(
         [0.98 - alpha * (0.6 - 1 / 3), 0.01 - alpha * (0.3 - 1 / 3), 0.01 - alpha * (0.1 - 1 / 3)])
+    # explicit constants still apply: c = 5, alpha_max = 2 caps almost every distribution
+    assert debias.capcal_alpha([0.5, 0.3, 0.2], c=5.0, alpha_max=2.0) == 2.0
+
+
+def test_the_default_adaptive_alpha_follows_the_entropy_and_reaches_its_cap_only_when_flat():
+    """With the schema's c and α_max, α rises with the entropy of P(· | x) and is below its cap for every
+    non-uniform distribution (with c = 5, α_max = 2 it sat at the cap in most windows: a constant)."""
+    from posbias import config
+
+    cap = config.defaults("reranking")["capcal"]
+    rng = np.random.default_rng(0)
+    dists = [rng.dirichlet([conc] * 20) for conc in (0.05, 0.2, 1.0, 5.0, 50.0) for _ in range(20)]
+    alphas = [debias.capcal_alpha(p, cap["c"], cap["alpha_max"]) for p in dists]
+    entropies = [float(-(p[p > 0] * np.log(p[p > 0])).sum()) for p in dists]
+    order = np.argsort(entropies)
+    assert all(a < cap["alpha_max"] for a in alphas) and np.all(np.diff(np.asarray(alphas)[order]) >= 0)
+    assert max(alphas) - min(alphas) > 0.5 * cap["alpha_max"]  # it varies over most of its range
+    assert debias.capcal_alpha([0.05] * 20, cap["c"], cap["alpha_max"]) == pytest.approx(cap["alpha_max"])
 
 
 def test_bsc():

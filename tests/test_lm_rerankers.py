@@ -12,7 +12,7 @@ from posbias.models import build_tiny_causal_lm
 from posbias.rerank import Candidates, rerank
 from posbias.rerankers import Window
 from posbias.rerankers.first import FirstReranker
-from posbias.rerankers.generation import GenerationReranker, parse_ranking
+from posbias.rerankers.generation import GenerationReranker, parse_ranking, step_tokens
 from posbias.rerankers.lm import LMSpec, identifier_paths, identifier_token_ids
 
 DEFAULTS = config.defaults("reranking")  # the schema's PermSC and CapCal settings
@@ -200,6 +200,27 @@ def test_numeric_identifiers_are_scored_by_their_whole_path(tiny_by_tokenizer):
     gen = GenerationReranker(LMSpec(str(tiny_by_tokenizer), identifiers="numbers"))
     sequential = _wrap(gen, "capcal").rank(_windows(1, 12))[0]
     assert sorted(sequential.order) == list(range(12)) and sequential.stats["calls"] > 2 * 12
+
+
+@pytest.mark.parametrize("style", ["letters", "numbers"])
+def test_sequential_capcal_appends_what_retokenising_the_answer_gives(tiny_by_tokenizer, style):
+    """Each decoding step appends the tokens of ``X] > [`` (step_tokens) to the prompt: the same ids as
+    tokenising the whole prompt with the answer so far, for a byte-level and a SentencePiece-style
+    tokenizer; and sequential CapCal counts α at every one of its n steps."""
+    gen = GenerationReranker(LMSpec(str(tiny_by_tokenizer), identifiers=style))
+    window = _windows(1, 12)[0]
+    prompt = prompts.render(gen.tokenizer, window.query, window.texts, gen.spec.word_budget, gen.spec.max_context,
+                            "[", id_style=style)
+    steps = step_tokens(gen.tokenizer, style, 20)
+    ids = prompts.identifiers(12, style)
+    answer, appended = "", list(gen.tokenizer(prompt.text, add_special_tokens=True)["input_ids"])
+    for k in (11, 0, 9, 1):
+        answer += f"{ids[k]}] > ["
+        appended += list(steps[k])
+        assert gen.tokenizer(prompt.text + answer, add_special_tokens=True)["input_ids"] == appended
+    wrapped = _wrap(gen, "capcal")
+    assert sorted(wrapped.rank([window])[0].order) == list(range(12)) and gen.stats["capcal_steps"] == 12
+    assert gen.stats["capcal_adaptive_steps"] == 12 and 0 <= gen.stats["capcal_alpha_sum"] <= 12
 
 
 def test_capcal_placeholder_variants_change_the_content_free_prompt(tiny):

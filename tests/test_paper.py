@@ -200,9 +200,11 @@ def test_capcal_table_has_a_row_per_variant_and_permsc_as_the_comparison():
             if not debias.startswith("permsc"):
                 orders["shuffled-0"] = [v - 0.1 + lift for v in base]
             parts.append(_metrics(model, orders, debias))
+            alpha = {"capcal": (0.6, 0.2, 0.25), "capcal@na-50": (1.0, 0.0, math.nan)}.get(debias, (math.nan,) * 3)
             summaries.append(pl.DataFrame({"model": [model], "dataset": ["d"], "retriever": ["bm25"],
                                            "debias": [debias], "calls_per_query": [9.0 * (10 if "permsc" in debias else 1)],
-                                           "seconds_per_query": [0.1]}))
+                                           "seconds_per_query": [0.1], "capcal_alpha_mean": [alpha[0]],
+                                           "capcal_alpha_sd": [alpha[1]], "capcal_at_cap": [alpha[2]]}))
     table = paper.capcal(pl.concat(parts), pl.concat(summaries))
     rows = {r["method"]: r for r in table.data.iter_rows(named=True)}
     assert set(table.data["model"]) == {"m"} and sorted(rows) == ["capcal", "capcal@na-50", "permsc@10"]
@@ -210,6 +212,10 @@ def test_capcal_table_has_a_row_per_variant_and_permsc_as_the_comparison():
     assert rows["capcal@na-50"]["ndcg10_shuffled_method"] == pytest.approx(rows["capcal@na-50"]["ndcg10_shuffled"])
     assert math.isnan(rows["permsc@10"]["ndcg10_shuffled_method"]) and rows["permsc@10"]["calls_per_query_method"] == 90
     assert rows["capcal"]["p_holm"] < 0.05 and "capcal@na-50: CapCal (content-agnostic calibration), variant na-50" in table.notes
+    # α per method: mean ± sd, and the adaptive α's share at its cap (– for a fixed α and for PermSC)
+    view = {r["method"]: r for r in table.view.iter_rows(named=True)}
+    assert (view["capcal"]["α"], view["capcal"]["α at cap"]) == ("0.600 ± 0.200", "0.250")
+    assert view["capcal@na-50"]["α at cap"] == "–" and view["permsc@10"]["α"] == "–"
 
 
 def test_versus_baselines_tests_each_baseline_against_the_reference_with_holm():

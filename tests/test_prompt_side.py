@@ -1,5 +1,6 @@
-"""OC-SFT's prompt-side alternatives: round-robin windowing (``roundrobin@R``) and marker renaming
-(``rename@K``), and the shift of a debiasing method from the plain scorer (``plain_shift``)."""
+"""OC-SFT's prompt-side alternatives: slot rotation (``roundrobin@R``), round-robin windowing
+(``roundrobin-windows``) and marker renaming (``rename@K``), and the shift of a debiasing method from the
+plain scorer (``plain_shift``)."""
 
 import numpy as np
 import polars as pl
@@ -26,6 +27,34 @@ def _wrap(base, name):
 def _scores(reranker, docs):
     result = reranker.rank([Window("q", "query", docs, docs)])[0]
     return dict(zip(docs, result.scores))
+
+
+def test_round_robin_windowing_deals_the_list_into_windows():
+    """"round-robin 分窗": passage i of the presentation is in window i mod W, W = ⌈n / B⌉; n ≤ B is one
+    window, as contiguous."""
+    from posbias.windows import round_robin
+
+    assert round_robin(10, 4) == ([0, 3, 6, 9, 1, 4, 7, 2, 5, 8], [(0, 4), (4, 7), (7, 10)])
+    assert round_robin(5, 20) == ([0, 1, 2, 3, 4], [(0, 5)]) and round_robin(0, 20) == ([], [])
+
+
+def test_round_robin_windowing_changes_which_passages_share_a_window():
+    """A pointwise scorer in ``roundrobin-windows`` scores each of 40 passages once, in windows whose
+    companions come from the whole list (window k: positions k, k + 2, …), one pass, no extra calls;
+    the slot rotation (``roundrobin@R``) keeps the contiguous windows' companions."""
+    from posbias.rerank import Candidates, rerank
+
+    docs = [f"d{i}" for i in range(40)]
+    grader = SimulatedGrader({"q": {d: i % 4 for i, d in enumerate(docs)}}, window=20)
+    lists = [Candidates("q", "query", docs, {d: d for d in docs})]
+    _, contiguous, cost = rerank(grader, lists, window=20)
+    run, dealt, rr_cost = rerank(_wrap(grader, "roundrobin-windows"), lists, window=20)
+    groups = {w: sorted(g["doc_id"].to_list(), key=lambda d: int(d[1:])) for (w,), g in dealt.group_by("window")}
+    assert groups == {0: docs[0::2], 1: docs[1::2]}
+    assert {w: g["doc_id"].to_list() for (w,), g in contiguous.group_by("window")} == {0: docs[:20], 1: docs[20:]}
+    assert sorted(run["doc_id"]) == sorted(docs) and rr_cost["calls"].to_list() == cost["calls"].to_list()
+    with pytest.raises(ValueError, match="round-robin windowing cuts a pointwise scorer's list"):
+        _wrap(SimulatedReranker(GRADES), "roundrobin-windows")
 
 
 def test_round_robin_offsets_spread_over_the_window():

@@ -5,6 +5,7 @@ parts of it (the report stage, the data stage, dry runs of edited configs) and c
 from __future__ import annotations
 
 import json
+import math
 
 import polars as pl
 import pytest
@@ -75,6 +76,12 @@ def test_the_debiasing_methods_on_the_simulated_reranker_over_dl19(default_run):
     exact = sim["capcal@exact"]
     assert exact["curve_spread"] == 0.0 and exact["ndcg10_original"] == pytest.approx(exact["ndcg10_shuffled_mean"])
     assert exact["ndcg10_original"] > sim["none"]["ndcg10_original"] and exact["calls_per_query"] == sim["none"]["calls_per_query"]
+    # the entropy-adaptive α follows each window's entropy, below its cap (α_max = 1) in every window;
+    # capcal@exact's α is the fixed 1, with no share at a cap to report
+    adaptive = sim["capcal"]
+    assert 0 < adaptive["capcal_alpha_mean"] < 1 and adaptive["capcal_alpha_sd"] > 0 and adaptive["capcal_at_cap"] == 0
+    assert exact["capcal_alpha_mean"] == 1 and exact["capcal_alpha_sd"] == 0 and math.isnan(exact["capcal_at_cap"])
+    assert math.isnan(sim["none"]["capcal_alpha_mean"])
     # BSC: averaging 3 views lowers the sensitivity, at 3x the calls (permsc-window@K: tests/test_permuted_eval.py)
     assert sim["bsc@3"]["tau_psi"] < sim["none"]["tau_psi"]
     assert sim["bsc@3"]["calls_per_query"] == pytest.approx(3 * sim["none"]["calls_per_query"])

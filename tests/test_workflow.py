@@ -108,7 +108,7 @@ def _planned(workdir, preset: str) -> dict[str, int]:
 
 def _plan_jobs(preset_plans, preset: str) -> dict[str, int]:
     """Jobs per rule family in the compute plan of a preset (posbias.plan, stand-in data)."""
-    summary, _ = preset_plans[preset]
+    summary = preset_plans[preset][0]
     return dict(summary.group_by("family").agg(pl.col("jobs").sum()).iter_rows())
 
 
@@ -116,7 +116,7 @@ def test_paper_preset_plans_the_whole_dag(workdir, preset_plans):
     counts = _planned(workdir, "debiasfirst")
     # the compute plan counts the jobs the DAG has
     assert _plan_jobs(preset_plans, "debiasfirst") == {k: counts[k] for k in ("rerank", "propensity_rerank", "train")}
-    assert counts["train"] == 12  # every objective x augmentation cell (first and debiasfirst among them)
+    assert counts["train"] == 13  # every objective x augmentation cell (first among them) and the headline DebiasFirst
     assert counts["propensity_rerank"] == 1 and counts["augment"] == 3
     assert counts["permsc_lists"] == 4 * 19  # PermSC@2 … @20 for First and DebiasFirst on DL19 and DL20
     assert counts["index"] == 3  # only the MS MARCO Contriever indexes: every other first stage is prebuilt
@@ -129,29 +129,33 @@ def test_capcal_paper_preset_plans_the_whole_dag(workdir, preset_plans):
     counts = _planned(workdir, "capcal")
     assert _plan_jobs(preset_plans, "capcal") == {k: counts[k] for k in ("rerank", "train")}
     assert counts["train"] == 1  # the permutation-augmented fine-tuned model
-    assert counts["permsc_lists"] == 29  # PermSC@10, the comparison, on every experiment
-    # 29 experiments x 11 orders: 6 sweep the placeholder (none, capcal, 5 variants), 23 compare (none, capcal)
-    assert counts["rerank_order"] == 11 * (6 * 7 + 23 * 2)
-    assert counts["rerank"] == 6 * 7 + 23 * 2  # one model load reranks all 11 orders of a debiasing method
-    assert counts["paper_table"] == 6 and counts["retrieve"] == 7
+    assert counts["permsc_lists"] == 38  # PermSC@10, the comparison, on every decoding experiment
+    # 44 experiments x 11 orders: 6 sweep the placeholder (free, constrained, capcal and 5 variants), 32 compare
+    # (free, constrained, capcal), 6 read the first token (none, capcal)
+    assert counts["rerank_order"] == 11 * (6 * 8 + 32 * 3 + 6 * 2)
+    assert counts["rerank"] == 6 * 8 + 32 * 3 + 6 * 2  # one model load reranks all 11 orders of a debiasing method
+    assert counts["paper_table"] == 6 and counts["retrieve"] == 10  # the ten benchmarks' prebuilt BM25
 
 
 def test_ocsft_paper_preset_plans_the_whole_dag(workdir, preset_plans):
     counts = _planned(workdir, "ocsft")
     assert _plan_jobs(preset_plans, "ocsft") == {k: counts[k] for k in ("rerank", "silver_labels", "pool_design", "train")}
-    assert counts["train"] == 3 * 5  # ocsft and its four baselines for each of the three consumers
+    # passage reranking: ocsft and its four baselines, three seeds each; QA and response ranking: one seed
+    assert counts["train"] == 5 * 3 + 2 * 5
     # self-distilled on MS MARCO, NQ and UltraFeedback: first-stage order, and 10 shuffles for two baselines
     assert counts["silver_labels"] == 3 * 2
-    # 24 experiments, and the base model's three prompt-side alternatives on DL19 and DL20
-    assert counts["stability"] == 24 + 2 * 3 and counts["stability_table"] == 1
-    # passage reranking: 12 experiments with 20 position orders; QA and response ranking: 12 over shuffles;
-    # the prompt-side alternatives over the original and shuffled orders
-    assert counts["rerank_order"] == 12 * (1 + 100 + 20) + 12 * (1 + 100) + 2 * 3 * 101
+    # experiments: 16 scorers (the base model, 5 variants x 3 seeds) on DL19, DL20 and the 14 further
+    # collections; 6 on QA and on response ranking; and the base model's four prompt-side alternatives on DL19, DL20
+    assert counts["stability"] == 16 * 16 + 2 * 6 + 2 * 4 and counts["stability_table"] == 1
+    # DL19 and DL20: 100 shuffles and 20 positions; the 14 further collections: M = 10 shuffles; QA and
+    # response ranking over 100 shuffles; the prompt-side alternatives over the original and shuffled orders
+    assert counts["rerank_order"] == 2 * 16 * (1 + 100 + 20) + 14 * 16 * (1 + 10) + 2 * 6 * (1 + 100) + 2 * 4 * 101
     # per experiment, one model load per 25 orders: 101 original and shuffled orders in 5, 20 positions in 1
-    assert counts["rerank"] == 12 * (5 + 1) + 12 * 5 + 2 * 3 * 5
+    assert counts["rerank"] == 2 * 16 * (5 + 1) + 14 * 16 + 2 * 6 * 5 + 2 * 4 * 5
     assert counts["decisions"] == 12 and counts["decisions_table"] == 1 and counts["answers"] == 1
-    assert counts["retrieve"] == 2 and counts["retrieve_listed"] == 2  # prebuilt BM25 on NQ, UltraFeedback's lists
-    assert counts["pool_design"] == 12 and counts["pool_figures"] == 1  # every pointwise scorer on DL19 and DL20
+    # prebuilt BM25 on NQ and on the 14 further collections, UltraFeedback's lists
+    assert counts["retrieve"] == 2 + 14 and counts["retrieve_listed"] == 2
+    assert counts["pool_design"] == 2 * 16 and counts["pool_figures"] == 1  # every pointwise scorer on DL19 and DL20
     assert counts["paper_table"] == 6 and counts["paper_figure"] == 3
 
 

@@ -143,13 +143,26 @@ def local_search(ranking: Sequence[str], rankings: Sequence[Sequence[str]]) -> l
     return [items[i] for i in order]
 
 
+def capcal_alpha(p_real: Sequence[float], c: float = 1.0, alpha_max: float = 1.0) -> float:
+    """CapCal's entropy-adaptive α = min(c·H/ln|C|, α_max), H the entropy in nats of the renormalised
+    P(· | x) over the |C| current candidates: a flat distribution (H = ln|C|) is corrected most, a
+    confident one little. The form and the constants are ours (the paper states only the direction);
+    with c = α_max the cap is reached only by a uniform P, so α follows the entropy."""
+    p = np.asarray(p_real, dtype=float)
+    p = p / p.sum()
+    if len(p) < 2:
+        return 0.0
+    nz = p[p > 0]
+    entropy = float(-(nz * np.log(nz)).sum())
+    return min(c * entropy / math.log(len(p)), alpha_max)
+
+
 def capcal_scores(p_real: Sequence[float], p_empty: Sequence[float], alpha: float | None = None,
-                  c: float = 5.0, alpha_max: float = 2.0) -> list[float]:
+                  c: float = 1.0, alpha_max: float = 1.0) -> list[float]:
     """Calibrated scores S(d) = P(d | x) − α·(P(d | x_empty) − 1/|C|) over the current candidates C.
 
     ``p_real`` and ``p_empty`` are probabilities over the same candidates (renormalised here).
-    ``alpha=None`` is entropy-adaptive: α = min(c·H/ln|C|, α_max), H the entropy in nats of the
-    renormalised P(· | x): a confident model is corrected little, an uncertain one more.
+    ``alpha=None`` is entropy-adaptive (:func:`capcal_alpha` with ``c`` and ``alpha_max``).
     """
     p = np.asarray(p_real, dtype=float)
     q = np.asarray(p_empty, dtype=float)
@@ -157,15 +170,9 @@ def capcal_scores(p_real: Sequence[float], p_empty: Sequence[float], alpha: floa
         raise ValueError("p_real and p_empty must be 1-d and of equal length")
     p = p / p.sum()
     q = q / q.sum()
-    n = len(p)
     if alpha is None:
-        if n < 2:
-            alpha = 0.0
-        else:
-            nz = p[p > 0]
-            entropy = float(-(nz * np.log(nz)).sum())
-            alpha = min(c * entropy / math.log(n), alpha_max)
-    return (p - alpha * (q - 1.0 / n)).tolist()
+        alpha = capcal_alpha(p, c, alpha_max)
+    return (p - alpha * (q - 1.0 / len(p))).tolist()
 
 
 def bsc(scores_over_perms: dict[str, list[float]]) -> list[str]:

@@ -2,7 +2,7 @@
 
 A ``debias`` value is a method name, with ``@K`` for the methods that take a number of views
 (``none``, ``capcal``, ``permsc@K``, ``permsc-window@K``, ``bsc@K``, and the prompt-side alternatives
-``roundrobin@R`` and ``rename@K``) and an optional ``@NAME`` for
+``roundrobin@R`` (slot rotation), ``rename@K`` and ``roundrobin-windows``) and an optional ``@NAME`` for
 those with named variants (``capcal@NAME``: the content-free placeholder, its length and α of
 ``reranking.capcal.variants.NAME``, to sweep them). The wildcard constraints,
 the config checks, the table labels and the reranking jobs all read :data:`METHODS`; nothing else
@@ -85,6 +85,12 @@ def placeholder(settings: dict) -> str:
     return " ".join([settings["placeholder"]] * settings["placeholder_length"])
 
 
+def _round_robin_windows(base, spec, seed, settings):
+    from posbias.rerankers.debiased import RoundRobinWindowing
+
+    return RoundRobinWindowing(base)
+
+
 def _capcal(base, spec, seed, settings):
     from posbias.rerankers.debiased import CapCalDebiased
 
@@ -101,12 +107,14 @@ METHODS: dict[str, DebiasMethod] = {m.name: m for m in (
                  _views("shuffles", average_scores=False), settings=_aggregation),
     DebiasMethod("bsc", True, "BSC@{k} (scores averaged over {k} shuffles)",
                  _views("shuffles", average_scores=True), settings=_aggregation),
-    DebiasMethod("roundrobin", True, "round-robin@{k} ({k} rotations of each window combined)",
+    DebiasMethod("roundrobin", True, "slot rotation ×{k} ({k} rotations of each window combined)",
                  _views("rotations", average_scores=None), settings=_aggregation,
                  families=frozenset({"listwise", "pointwise"})),
     DebiasMethod("rename", True, "rename@{k} ({k} relabellings of each window's markers, scores averaged)",
                  _views("relabellings", average_scores=True), settings=_aggregation,
                  families=frozenset({"pointwise"})),
+    DebiasMethod("roundrobin-windows", False, "round-robin windowing (passage i of the list in window i mod W)",
+                 _round_robin_windows, families=frozenset({"pointwise"})),
 )}
 
 

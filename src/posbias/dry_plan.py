@@ -122,12 +122,21 @@ def plan(path: str | Path, stand_ins: str | Path = STAND_INS) -> tuple[pl.DataFr
         return with_seconds(plan_orders(config, Path(tmp), scale), config), config
 
 
-def preset_summaries(configs: list[Path], stand_ins: str | Path = STAND_INS) -> dict[str, tuple[pl.DataFrame, str]]:
-    """Each config's :func:`posbias.plan.summary` on stand-ins, and its ``plan.device``, by file stem."""
+def shuffled_share(orders_: pl.DataFrame) -> tuple[float, int]:
+    """(device-hours of the rerank jobs' shuffled orders, how many shuffle seeds they use): what a
+    reading with fewer shuffles would save (model seconds; the model loads are shared with the other
+    orders of a job)."""
+    part = orders_.filter((pl.col("family") == "rerank") & pl.col("order").str.starts_with("shuffled-"))
+    return float(part["model_seconds"].sum()) / 3600, part["order"].n_unique()
+
+
+def preset_summaries(configs: list[Path], stand_ins: str | Path = STAND_INS) -> dict[str, tuple]:
+    """Each config's :func:`posbias.plan.summary` on stand-ins, its ``plan.device`` and its
+    :func:`shuffled_share`, by file stem."""
     out = {}
     for path in configs:
         orders_, config = plan(path, stand_ins)
-        out[Path(path).stem] = summary(orders_, config), config["plan"]["device"]
+        out[Path(path).stem] = summary(orders_, config), config["plan"]["device"], shuffled_share(orders_)
     return out
 
 
@@ -136,14 +145,18 @@ def readme_block(summaries: dict[str, tuple[pl.DataFrame, str]]) -> str:
     total."""
     lines = [README_START, "", "| preset | family | jobs | model loads | model calls | prompt tokens | device-hours |",
              "|---|---|---|---|---|---|---|"]
-    for stem, (summary_, _) in summaries.items():
+    for stem, (summary_, _, _) in summaries.items():
         parts = [(f, summary_.filter(pl.col("family") == f)) for f in FAMILIES if f in set(summary_["family"])]
         for family, part in [*parts, ("all", summary_)]:
             lines.append(f"| {stem} | {family} | {part['jobs'].sum():,} | {part['model_loads'].sum():,} | "
                          f"{part['calls'].sum():,} | {part['prompt_tokens'].sum():,} | "
                          f"{part['device_hours'].sum():,.0f} |")
-    devices = sorted({device for _, device in summaries.values()})
-    lines += ["", f"Device-hours on {', '.join(devices)} (config/throughput.yaml). Written by "
+    lines += ["", "| preset | shuffle seeds | device-hours of the shuffled orders | per shuffle seed |", "|---|---|---|---|"]
+    for stem, (summary_, _, (hours, seeds)) in summaries.items():
+        lines.append(f"| {stem} | {seeds} | {hours:,.0f} | {hours / max(seeds, 1):,.1f} |")
+    devices = sorted({device for _, device, _ in summaries.values()})
+    lines += ["", f"Device-hours on {', '.join(devices)} (config/throughput.yaml); the shuffled orders' share "
+              "(their model time; loads are shared) is what a reading with fewer shuffles saves. Written by "
               "`python -m posbias.dry_plan --readme README.md config/paper/*.yaml`; a test checks it is current.",
               "", README_END]
     return "\n".join(lines)

@@ -86,8 +86,10 @@ METHODS: dict[str, TrainingMethod] = {m.name: m for m in (
                    shuffled_silver=True, averaged_targets=True),
     TrainingMethod("perm_aug", "pointwise", "permutation augmentation", "baseline: one seeded permutation per step",
                    views="one_permutation"),
-    TrainingMethod("debiasfirst_pointwise", "pointwise", "pointwise DebiasFirst",
-                   "baseline: supervised term weighted by the teacher's inverse slot propensity",
+    TrainingMethod("debiasfirst_pointwise", "pointwise", "pointwise DebiasFirst (ours: slot IPS)",
+                   "baseline, our construction (the OC-SFT paper names DebiasFirst without its pointwise form): "
+                   "supervised term weighted by the teacher's inverse slot propensity, clipped and normalised to "
+                   "mean 1; no Pos-Aug, no rank loss",
                    ips=True, shuffled_silver=True),
 )}
 

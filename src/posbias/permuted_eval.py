@@ -109,4 +109,18 @@ def summarize(keys: dict[str, str], per_query: pl.DataFrame, reranked: dict[str,
         "seconds_per_query": costs["seconds"].mean(),
         "parse_failures": sum(s.get("parse_failures", 0) for s in stats),
         "missing_ids": sum(s.get("missing_ids", 0) for s in stats),
+        **capcal_alpha_summary(stats),
     }])
+
+
+def capcal_alpha_summary(stats: list[dict]) -> dict[str, float]:
+    """CapCal's α over all calibration steps of the conditions (``posbias.rerankers.debiased.CapCalDebiased``
+    counts them): mean, sd, and the share of adaptive steps at the cap α_max; NaN without CapCal (or,
+    for the share, with a fixed α)."""
+    total = {key: sum(s.get(key, 0) for s in stats) for key in
+             ("capcal_steps", "capcal_adaptive_steps", "capcal_at_cap", "capcal_alpha_sum", "capcal_alpha_sq_sum")}
+    n, adaptive = total["capcal_steps"], total["capcal_adaptive_steps"]
+    mean = total["capcal_alpha_sum"] / n if n else math.nan
+    var = (total["capcal_alpha_sq_sum"] - n * mean * mean) / (n - 1) if n > 1 else math.nan
+    return {"capcal_alpha_mean": mean, "capcal_alpha_sd": math.sqrt(max(var, 0.0)) if n > 1 else math.nan,
+            "capcal_at_cap": total["capcal_at_cap"] / adaptive if adaptive else math.nan}

@@ -21,7 +21,7 @@ from posbias.data.collection import passage_texts
 from posbias.errors import PosbiasError
 from posbias.rerankers import Reranker, Window
 from posbias.runs import strictly_decreasing
-from posbias.windows import sliding_windows
+from posbias.windows import round_robin, sliding_windows
 
 # The files a rerank job writes per order (``{order}{suffix}`` in its batch folder), by output name of
 # rule ``rerank_order``, which copies them to the per-order paths.
@@ -97,6 +97,11 @@ def chunks(n: int, window: int) -> list[tuple[int, int]]:
     return [(start, min(start + window, n)) for start in range(0, n, window)]
 
 
+# How a pointwise scorer's list is cut into windows (its ``windowing`` capability): each maps (n, window)
+# to (the presented positions in window order, the ranges of the windows over that order).
+WINDOWINGS = {"contiguous": lambda n, window: (list(range(n)), chunks(n, window)), "round_robin": round_robin}
+
+
 def rerank(reranker: Reranker, lists: list[Candidates], window: int = _RR["window"], step: int = _RR["step"],
            batch_size: int = _BATCH) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """Rerank every list; returns (run, window log, per-query cost).
@@ -115,8 +120,10 @@ def rerank(reranker: Reranker, lists: list[Candidates], window: int = _RR["windo
     if len(current) != len(lists):
         raise ValueError("two candidate lists share a name; give repeated queries distinct keys")
     pointwise = reranker.pointwise
-    if pointwise:
-        plans = {c.name: chunks(len(c.doc_ids), window) for c in lists}
+    if pointwise:  # windows over the list in the scorer's windowing (round-robin: a rearranged list)
+        layouts = {c.name: WINDOWINGS[reranker.windowing](len(c.doc_ids), window) for c in lists}
+        current = {c.name: [c.doc_ids[i] for i in layouts[c.name][0]] for c in lists}
+        plans = {name: layout[1] for name, layout in layouts.items()}
     else:
         plans = {c.name: sliding_windows(len(c.doc_ids), window, step) for c in lists}
     scored: dict[str, dict[str, float]] = {qid: {} for qid in current}
@@ -156,6 +163,7 @@ def rerank(reranker: Reranker, lists: list[Candidates], window: int = _RR["windo
                         log["output_rank"].append(out_rank[pos])
                 bar.update(len(chunk))
     if pointwise:
+        current = {c.name: list(c.doc_ids) for c in lists}
         for qid, docs in current.items():
             docs.sort(key=lambda d: -scored[qid][d])  # stable: ties keep the presentation order
         run_rows = [(qid, doc, r + 1, float(scored[qid][doc])) for qid, docs in current.items()

@@ -131,6 +131,9 @@ RERANK_SUMMARY = pa.schema(
         ("seconds_per_query", pa.float64()),
         ("parse_failures", pa.int64()),
         ("missing_ids", pa.int64()),
+        ("capcal_alpha_mean", pa.float64()),
+        ("capcal_alpha_sd", pa.float64()),
+        ("capcal_at_cap", pa.float64()),
     ]
 )
 

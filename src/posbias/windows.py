@@ -11,6 +11,9 @@ passages (the list size the model was trained on); the last one moves by at most
 
 from __future__ import annotations
 
+import math
+from itertools import accumulate
+
 
 def sliding_windows(n: int, window: int = 20, step: int = 10) -> list[tuple[int, int]]:
     """Half-open ``[start, end)`` windows over ``n`` items, in visit order (back to front)."""
@@ -27,3 +30,17 @@ def sliding_windows(n: int, window: int = 20, step: int = 10) -> list[tuple[int,
         end -= step
     out.append((0, min(window, n)))
     return out
+
+
+def round_robin(n: int, window: int) -> tuple[list[int], list[tuple[int, int]]]:
+    """Round-robin windowing of a pointwise scorer's list: the i-th presented passage goes to window
+    i mod W, W = ⌈n / window⌉, so each window draws its companions from the whole list (head, middle
+    and tail together) instead of a contiguous slice. Returns (the presented positions in window order,
+    the half-open ranges of each window in that order); within a window the passages keep their
+    presented order."""
+    if window < 1:
+        raise ValueError(f"window ({window}) must be positive")
+    w = max(1, math.ceil(n / window))
+    order = [i for k in range(w) for i in range(k, n, w)]
+    bounds = list(accumulate((len(range(k, n, w)) for k in range(w)), initial=0))
+    return order, [(a, b) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]

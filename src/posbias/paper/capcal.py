@@ -9,9 +9,10 @@ import polars as pl
 from posbias import debiasing
 from posbias.paper.seeds import per_query
 from posbias.paper.stats import ALPHA, holm, paired_pvalue
-from posbias.paper.writers import Table, fmt
+from posbias.paper.writers import Table, fmt, fmt_sd
 
 COMPARED = ("capcal", "permsc")  # CapCal (each placeholder variant) and its comparison, PermSC@K
+ALPHA_COLUMNS = ("capcal_alpha_mean", "capcal_alpha_sd", "capcal_at_cap")  # α over the method's calibration steps
 
 
 def capcal(metrics: pl.DataFrame, summaries: pl.DataFrame) -> Table:
@@ -42,6 +43,7 @@ def capcal(metrics: pl.DataFrame, summaries: pl.DataFrame) -> Table:
                          "calls_per_query_method": cost.get(method, {}).get("calls_per_query", math.nan),
                          "seconds_per_query": cost.get("none", {}).get("seconds_per_query", math.nan),
                          "seconds_per_query_method": cost.get(method, {}).get("seconds_per_query", math.nan),
+                         **{key: cost.get(method, {}).get(key, math.nan) for key in ALPHA_COLUMNS},
                          "p": paired_pvalue(orig["none"].to_numpy(), orig[method].to_numpy())})
     data = pl.DataFrame(rows)
     if data.height:
@@ -53,6 +55,7 @@ def capcal(metrics: pl.DataFrame, summaries: pl.DataFrame) -> Table:
         "shuffled": fmt(r["ndcg10_shuffled"]), "shuffled + method": fmt(r["ndcg10_shuffled_method"]),
         "calls/query": f"{fmt(r['calls_per_query'], 1)} → {fmt(r['calls_per_query_method'], 1)}",
         "s/query": f"{fmt(r['seconds_per_query'], 3)} → {fmt(r['seconds_per_query_method'], 3)}",
+        "α": fmt_sd(r["capcal_alpha_mean"], r["capcal_alpha_sd"], 3), "α at cap": fmt(r["capcal_at_cap"], 3),
     } for r in data.iter_rows(named=True)]) if data.height else pl.DataFrame({"model": []})
     labels = "; ".join(f"{m}: {debiasing.parse(m).label}" for m in sorted(set(data["method"]))) if data.height else ""
     notes = ("nDCG@10 without and with CapCal (content-agnostic calibration) in each configured variant (placeholder, its length, α), and "
@@ -60,5 +63,7 @@ def capcal(metrics: pl.DataFrame, summaries: pl.DataFrame) -> Table:
              f"lists, so it has no shuffled column). {labels}. † differs from the uncalibrated original-order run at "
              f"α = {ALPHA}: two-sided Wilcoxon signed-rank test over queries, Holm-corrected over all rows. Cost: "
              "model calls and seconds per query, without → with the method (CapCal's content-free prior is "
-             "computed once per query and window size; PermSC@K counts its K reranking passes).")
+             "computed once per query and window size; PermSC@K counts its K reranking passes). α: CapCal's "
+             "coefficient over its calibration steps (mean ± sd, all orders), and the share of steps where the "
+             "entropy-adaptive α = min(c·H/ln|C|, α_max) sat at its cap (– for a fixed α).")
     return Table(data, view, notes)

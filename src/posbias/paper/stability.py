@@ -199,7 +199,7 @@ def stability_all(per_query: pl.DataFrame, variants: dict[str, str]) -> Table:
     notes = ("Every scorer with shuffled presentations, on the queries all rows of its dataset scored. Listwise "
              "models rank (their scores are rank-derived, so the retention set is a top-k cut chosen like τ*); "
              "method: the inference-time debiasing method (none: the plain model; roundrobin@R: each window "
-             "in R rotations combined; rename@K: each Grades window with K relabellings of its markers, "
+             "in R slot rotations combined; roundrobin-windows: the list dealt into windows round-robin; rename@K: each Grades window with K relabellings of its markers, "
              f"scores averaged), {AGGREGATE_LISTS}@K: K reranked shuffles aggregated, {AVERAGE_SCORES}@K: a "
              "pointwise scorer's scores averaged over K shuffles. τ-PSI: (1 − mean pairwise Kendall τ)/2 "
              "(lower = more stable); retention Jaccard: mean pairwise Jaccard of the retained sets (higher = "

@@ -7,6 +7,9 @@ scores where it has them). Its capabilities are declared, not probed:
   scorer); :func:`posbias.rerank.rerank` then cuts lists into contiguous windows of ``window``
   passages and sorts the whole list by score, instead of sliding.
 - ``window``: the passages per window it wants (None: the experiment's ``reranking.window``).
+- ``windowing``: how a pointwise scorer's list is cut into windows, a key of
+  :data:`posbias.rerank.WINDOWINGS`: ``"contiguous"`` slices, or ``"round_robin"`` (passage i in
+  window i mod W; :class:`posbias.rerankers.debiased.RoundRobinWindowing`).
 - ``capcal``: how it supports CapCal: ``"single_step"`` (it implements
   :meth:`Reranker.calibration_inputs`), ``"sequential"`` (:meth:`Reranker.rank_calibrated`), or None.
 - ``stats``: counters since the last :meth:`Reranker.reset_stats` (forward passes, prompt tokens,
@@ -60,6 +63,7 @@ class Reranker(ABC):
 
     pointwise: bool = False
     window: int | None = None
+    windowing: str = "contiguous"
     capcal: str | None = None  # None | "single_step" | "sequential"
 
     def __init__(self) -> None:

@@ -8,8 +8,12 @@ these wrappers).
   :mod:`posbias.permsc`, which needs no wrapper.
 - ``bsc@K``: the mean of each passage's score over K seeded shuffles, sorted (score-producing
   models); Borda over the K rankings for generation models.
-- ``roundrobin@R``: round-robin windowing, a prompt-side alternative: R cyclic rotations of each
-  window, spread evenly over its slots, aggregated like BSC (pointwise) or PermSC (listwise).
+- ``roundrobin@R``: slot rotation, a prompt-side alternative: R cyclic rotations of each window,
+  spread evenly over its slots, aggregated like BSC (pointwise) or PermSC (listwise); the companions
+  stay those of the window.
+- ``roundrobin-windows``: round-robin windowing, the paper's reading of "round-robin 分窗" (a rule for
+  which passages share a window): a pointwise list is cut so that passage i of the presentation is in
+  window i mod W (:func:`posbias.windows.round_robin`), one pass, no extra calls.
 - ``rename@K``: marker renaming, a prompt-side alternative and, at K = 1, a sensitivity probe: K seeded
   relabellings of a pointwise Grades window's markers ``[1] … [B]``, scores averaged.
 - ``capcal``: content-agnostic probability calibration. Single step for models with per-passage
@@ -22,8 +26,6 @@ A wrapper declares the same capabilities as its base (``pointwise``, ``window``)
 """
 
 from __future__ import annotations
-
-from functools import partial
 
 import numpy as np
 
@@ -38,7 +40,7 @@ class _Wrapper(Reranker):
     def __init__(self, base: Reranker):
         super().__init__()
         self.base = base
-        self.pointwise, self.window, self.stats = base.pointwise, base.window, base.stats
+        self.pointwise, self.window, self.windowing, self.stats = base.pointwise, base.window, base.windowing, base.stats
 
 
 class PermutationDebiased(_Wrapper):
@@ -87,7 +89,7 @@ def _arranged(window: Window, perm: list[int]) -> Window:
 
 
 class RoundRobin(PermutationDebiased):
-    """Round-robin windowing: each window in R cyclic rotations of its slots, the offsets spread evenly
+    """Slot rotation (``roundrobin@R``): each window in R cyclic rotations of its slots, the offsets spread evenly
     (⌊j·n/R⌋, j < R; every rotation once when R ≥ n), aggregated like BSC (scores averaged) or PermSC
     (rankings aggregated). With R = n every passage visits every slot once and keeps its companions, so
     a score that depends on the passage, its slot and the window's set becomes order-free."""
@@ -96,6 +98,22 @@ class RoundRobin(PermutationDebiased):
         n = len(window.doc_ids)
         offsets = sorted({j * n // self.k for j in range(self.k)})
         return [_arranged(window, [(i + o) % n for i in range(n)]) for o in offsets]
+
+
+class RoundRobinWindowing(_Wrapper):
+    """Round-robin windowing (``roundrobin-windows``): the base scorer unchanged, its list cut into
+    windows round-robin instead of in contiguous slices (:attr:`Reranker.windowing`), so which passages
+    share a window changes with the presentation but not by rank band. Pointwise scorers only (a
+    sliding listwise window moves passages between windows as it goes)."""
+
+    def __init__(self, base: Reranker):
+        if not base.pointwise:
+            raise ValueError(f"round-robin windowing cuts a pointwise scorer's list; {type(base).__name__} is listwise")
+        super().__init__(base)
+        self.windowing = "round_robin"
+
+    def rank(self, windows: list[Window]) -> list[WindowResult]:
+        return self.base.rank(windows)
 
 
 class MarkerRenamed(PermutationDebiased):
@@ -122,14 +140,34 @@ VIEWS = {"shuffles": PermutationDebiased, "rotations": RoundRobin, "relabellings
 
 
 class CapCalDebiased(_Wrapper):
-    """CapCal with a fixed α or the entropy-adaptive one (α=None), in the mode the base declares."""
+    """CapCal with a fixed α or the entropy-adaptive one (α=None), in the mode the base declares.
+
+    It counts in the shared ``stats`` each calibration step's α (``capcal_steps``, ``capcal_alpha_sum``,
+    ``capcal_alpha_sq_sum``) and, for the adaptive α, the steps where it sat at its cap α_max
+    (``capcal_adaptive_steps``, ``capcal_at_cap``): the CapCal table reports α's mean, spread and share
+    at the cap, so a constant over-correction shows."""
+
+    COUNTERS = ("capcal_steps", "capcal_adaptive_steps", "capcal_at_cap", "capcal_alpha_sum", "capcal_alpha_sq_sum")
 
     def __init__(self, base: Reranker, alpha: float | None, c: float, alpha_max: float, placeholder: str):
         if base.capcal is None:
             raise ValueError(f"{type(base).__name__} supports neither single-step nor sequential CapCal")
         super().__init__(base)
-        self.placeholder = placeholder
-        self.calibrate = partial(debias.capcal_scores, alpha=alpha, c=c, alpha_max=alpha_max)
+        self.placeholder, self.alpha, self.c, self.alpha_max = placeholder, alpha, c, alpha_max
+        for key in self.COUNTERS:
+            self.stats.setdefault(key, 0)
+
+    def calibrate(self, p_real, p_empty) -> list[float]:
+        """The calibrated scores of one step, its α counted."""
+        alpha = self.alpha
+        if alpha is None:
+            alpha = debias.capcal_alpha(p_real, self.c, self.alpha_max)
+            self.stats["capcal_adaptive_steps"] += 1
+            self.stats["capcal_at_cap"] += int(alpha >= self.alpha_max)
+        self.stats["capcal_steps"] += 1
+        self.stats["capcal_alpha_sum"] += alpha
+        self.stats["capcal_alpha_sq_sum"] += alpha * alpha
+        return debias.capcal_scores(p_real, p_empty, alpha=alpha)
 
     def rank(self, windows: list[Window]) -> list[WindowResult]:
         if self.base.capcal == "sequential":

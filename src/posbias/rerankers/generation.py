@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from posbias.errors import PosbiasError
 from posbias.prompts import IDENTIFIERS, identifiers, render
 from posbias.rerankers.base import Reranker, Window, WindowResult
 from posbias.rerankers.lm import (
@@ -97,25 +98,25 @@ class GenerationReranker(Reranker):
         At each step the next-identifier distribution is read for the real prompt and for the
         content-free prompt (passages replaced by ``placeholder``), each renormalised over the
         passages still to place and with the same answer prefix; ``calibrate(p_real, p_empty)``
-        gives the scores and the best remaining passage is emitted. Costs 2 forward passes per
-        emitted identifier, plus one per shared prefix of multi-token identifiers (no KV cache reuse:
-        the prefix grows by a few tokens per step).
+        gives the scores and the best remaining passage is emitted: its tokens ``X] > [`` are appended
+        to both prompts as a generating model would emit them (:func:`step_tokens`). Costs 2 forward
+        passes per emitted identifier, plus one per shared prefix of multi-token identifiers; each
+        pass reads the whole prefix again (no KV-cache reuse), which the compute plan counts.
         """
         import numpy as np
         from scipy.special import softmax
 
+        steps = step_tokens(self.tokenizer, self.spec.identifiers, len(IDENTIFIERS))
         results = []
         for w in windows:
             n = len(w.doc_ids)
-            ids = identifiers(n, self.spec.identifiers)
-            real, empty = (render(self.tokenizer, w.query, texts, self.spec.word_budget, self.spec.max_context, "[",
-                                  style=self.spec.prompt, id_style=self.spec.identifiers)
-                           for texts in (w.texts, [placeholder] * n))
-            self.stats["truncated_passages"] += real.truncated
-            texts = [real.text, empty.text]
+            prompts = [render(self.tokenizer, w.query, texts, self.spec.word_budget, self.spec.max_context, "[",
+                              style=self.spec.prompt, id_style=self.spec.identifiers)
+                       for texts in (w.texts, [placeholder] * n)]
+            self.stats["truncated_passages"] += prompts[0].truncated
+            rows = [list(p.input_ids or self.tokenizer(p.text, add_special_tokens=True)["input_ids"]) for p in prompts]
             remaining, chosen, calls, tokens = list(range(n)), [], 0, 0
             while remaining:
-                rows = [self.tokenizer(t, add_special_tokens=True)["input_ids"] for t in texts]
                 scores, costs = identifier_scores(self.model, self.tokenizer, rows,
                                                   [[self.paths[i] for i in remaining]] * 2, 2, self.spec.device)
                 calls += sum(c for c, _ in costs)
@@ -123,8 +124,23 @@ class GenerationReranker(Reranker):
                 best = remaining[int(np.argmax(calibrate(softmax(scores[0]), softmax(scores[1]))))]
                 chosen.append(best)
                 remaining.remove(best)
-                texts = [t + f"{ids[best]}] > [" for t in texts]
+                rows = [r + list(steps[best]) for r in rows]
             self.stats["forward_passes"] += calls
             self.stats["prompt_tokens"] += tokens
             results.append(WindowResult(order=chosen, stats={"calls": calls, "prompt_tokens": tokens}))
         return results
+
+
+def step_tokens(tokenizer, style: str, n: int) -> list[tuple[int, ...]]:
+    """The tokens of one decoding step ``X] > [`` for each of the first ``n`` identifiers, tokenised in
+    context (after ``"Answer: ["``, as :func:`posbias.rerankers.lm.identifier_paths` reads them): what a
+    model emits after an opening bracket to name X and open the next identifier."""
+    context = "Answer: ["
+    base = tokenizer(context, add_special_tokens=False)["input_ids"]
+    out = []
+    for ident in identifiers(n, style):
+        full = tokenizer(f"{context}{ident}] > [", add_special_tokens=False)["input_ids"]
+        if full[: len(base)] != base:
+            raise PosbiasError(f"tokenizer: identifier {ident!r} after '[' merges with the bracket; it cannot be read")
+        out.append(tuple(full[len(base):]))
+    return out
