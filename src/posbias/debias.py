@@ -143,6 +143,11 @@ def local_search(ranking: Sequence[str], rankings: Sequence[Sequence[str]]) -> l
     return [items[i] for i in order]
 
 
+# The counters CapCal keeps per order (posbias.rerankers.debiased.CapCalDebiased) and the rerank summary
+# reads (posbias.permuted_eval.capcal_alpha_summary).
+CAPCAL_COUNTERS = ("capcal_steps", "capcal_adaptive_steps", "capcal_at_cap", "capcal_alpha_sum", "capcal_alpha_sq_sum")
+
+
 def capcal_alpha(p_real: Sequence[float], c: float = 1.0, alpha_max: float = 1.0) -> float:
     """CapCal's entropy-adaptive α = min(c·H/ln|C|, α_max), H the entropy in nats of the renormalised
     P(· | x) over the |C| current candidates: a flat distribution (H = ln|C|) is corrected most, a

@@ -12,6 +12,7 @@ import numpy as np
 import polars as pl
 
 from posbias import metrics, orders
+from posbias.debias import CAPCAL_COUNTERS
 
 
 def condition_metrics(reranked: dict[str, pl.DataFrame], qrels: pl.DataFrame, measures: list[str],
@@ -117,8 +118,7 @@ def capcal_alpha_summary(stats: list[dict]) -> dict[str, float]:
     """CapCal's α over all calibration steps of the conditions (``posbias.rerankers.debiased.CapCalDebiased``
     counts them): mean, sd, and the share of adaptive steps at the cap α_max; NaN without CapCal (or,
     for the share, with a fixed α)."""
-    total = {key: sum(s.get(key, 0) for s in stats) for key in
-             ("capcal_steps", "capcal_adaptive_steps", "capcal_at_cap", "capcal_alpha_sum", "capcal_alpha_sq_sum")}
+    total = {key: sum(s.get(key, 0) for s in stats) for key in CAPCAL_COUNTERS}
     n, adaptive = total["capcal_steps"], total["capcal_adaptive_steps"]
     mean = total["capcal_alpha_sum"] / n if n else math.nan
     var = (total["capcal_alpha_sq_sum"] - n * mean * mean) / (n - 1) if n > 1 else math.nan

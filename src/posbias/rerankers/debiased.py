@@ -147,14 +147,12 @@ class CapCalDebiased(_Wrapper):
     (``capcal_adaptive_steps``, ``capcal_at_cap``): the CapCal table reports α's mean, spread and share
     at the cap, so a constant over-correction shows."""
 
-    COUNTERS = ("capcal_steps", "capcal_adaptive_steps", "capcal_at_cap", "capcal_alpha_sum", "capcal_alpha_sq_sum")
-
     def __init__(self, base: Reranker, alpha: float | None, c: float, alpha_max: float, placeholder: str):
         if base.capcal is None:
             raise ValueError(f"{type(base).__name__} supports neither single-step nor sequential CapCal")
         super().__init__(base)
         self.placeholder, self.alpha, self.c, self.alpha_max = placeholder, alpha, c, alpha_max
-        for key in self.COUNTERS:
+        for key in debias.CAPCAL_COUNTERS:
             self.stats.setdefault(key, 0)
 
     def calibrate(self, p_real, p_empty) -> list[float]:
