@@ -25,7 +25,7 @@ writes the compute plan (results/plan/cost.md) from the data and first-stage run
 from snakemake.utils import min_version
 
 from posbias import provenance
-from posbias.jobs import put_on_pythonpath
+from posbias.jobs import put_on_pythonpath, release_scheduler_timers
 
 min_version("9.0")
 
@@ -100,4 +100,9 @@ onstart:
 
 
 onsuccess:
+    release_scheduler_timers()
     print(f"posbias: done; tables are in {Path('results/tables').resolve()}", file=sys.stderr)
+
+
+onerror:
+    release_scheduler_timers()

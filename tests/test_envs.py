@@ -117,3 +117,21 @@ def test_retrieval_env_brings_a_jdk_21():
     deps = yaml.safe_load((REPO / "envs" / "retrieval.yaml").read_text())["dependencies"]
     jdk = [d for d in deps if isinstance(d, str) and d.startswith("openjdk")]
     assert jdk and int(re.search(r"(\d+)", jdk[0].split("=", 1)[1]).group(1)) >= 21
+
+
+def test_a_finished_run_releases_the_schedulers_waiting_timers():
+    """Snakemake's rate limiter leaves a non-daemon timer of the profile's span (100 s) waiting after the
+    last job, and the interpreter joins it at exit; onsuccess and onerror cancel what is left."""
+    import threading
+
+    from posbias.jobs import release_scheduler_timers
+
+    fired = threading.Event()
+    timer = threading.Timer(100, fired.set)
+    timer.start()
+    assert release_scheduler_timers() >= 1
+    timer.join(timeout=5)
+    assert not timer.is_alive() and not fired.is_set()
+    snakefile = (REPO / "Snakefile").read_text()
+    for handler in ("onsuccess:", "onerror:"):
+        assert f"{handler}\n    release_scheduler_timers()" in snakefile, handler
