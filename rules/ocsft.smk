@@ -219,6 +219,15 @@ rule stability_table:
         ),
         settings_csv="results/tables/ocsft_settings.csv",
         settings_tex="results/tables/ocsft_settings.tex",
+        bases=report(
+            "results/figures/bases_pooled.png",
+            caption="../docs/captions/bases_pooled.rst",
+            category="OC-SFT",
+        ),
+        bases_pdf="results/figures/bases_pooled.pdf",
+        bases_table="results/tables/bases_pooled.md",
+        bases_csv="results/tables/bases_pooled.csv",
+        bases_tex="results/tables/bases_pooled.tex",
     log:
         "logs/tables/stability.log",
     benchmark:
@@ -235,6 +244,7 @@ rule stability_table:
         reference=pbconfig.ocsft_reference(config),
         settings=pbconfig.pointwise_settings(config),
         dev=config["ocsft"]["dev"],
+        base_pairs=pbconfig.base_pairs(config),
     script:
         "../workflow/scripts/stability_table.py"
 

@@ -71,7 +71,8 @@ def _validated(cfg):
 
 
 def _register(cfg):
-    pbconfig.expand_seeds(cfg)  # as rules/common.smk does
+    pbconfig.expand_bases(cfg)  # as posbias.config.prepare does
+    pbconfig.expand_seeds(cfg)
     pbconfig.register_trained_models(cfg)
 
 
@@ -119,6 +120,43 @@ def test_training_seeds_expand_to_models_and_experiments():
     cfg["models"]["toy-first-s1"] = {"kind": "simulated"}
     with pytest.raises(ValueError, match="makes the model name 'toy-first-s1', which is already taken"):
         pbconfig.expand_seeds(cfg)
+
+
+def test_base_models_expand_to_one_variant_per_base_then_seeds_and_pair_per_base():
+    """training.<name>.base_models: the same recipe from each base, as <name>-<base>(-s<seed>), each its own
+    variant; experiments on <name> run on every base's seeds; base_pairs pairs OC-SFT with single order
+    per base and training data (OC-SFT's pooled-over-bases figure)."""
+    cfg = _validated(copy.deepcopy(DEFAULT))
+    cfg["models"]["tiny-grades-b"] = dict(cfg["models"]["tiny-grades"])
+    for name in ("tiny-ocsft", "tiny-single-order"):
+        run = cfg["training"][name]
+        run["base_models"] = [run.pop("base_model"), "tiny-grades-b"]
+    cfg["training"]["tiny-ocsft"]["seeds"] = [1, 2]
+    _register(cfg)
+    training = cfg["training"]
+    assert {"tiny-ocsft-tiny-grades-s1", "tiny-ocsft-tiny-grades-b-s2", "tiny-single-order-tiny-grades-b"} <= set(training)
+    assert "tiny-ocsft" not in training and training["tiny-ocsft-tiny-grades-b-s1"]["base_model"] == "tiny-grades-b"
+    assert pbconfig.variant_of(training, "tiny-ocsft-tiny-grades-b-s2") == "tiny-ocsft-tiny-grades-b"
+    models = [e["model"] for e in cfg["reranking"]["experiments"]]
+    assert [m for m in models if m.startswith("tiny-ocsft")] == [
+        "tiny-ocsft-tiny-grades-s1", "tiny-ocsft-tiny-grades-s2", "tiny-ocsft-tiny-grades-b-s1", "tiny-ocsft-tiny-grades-b-s2"]
+    assert pbconfig.base_pairs(cfg) == [
+        {"base": "tiny-grades", "data": "synthetic-train", "ocsft": "tiny-ocsft-tiny-grades",
+         "single_order": "tiny-single-order-tiny-grades"},
+        {"base": "tiny-grades-b", "data": "synthetic-train", "ocsft": "tiny-ocsft-tiny-grades-b",
+         "single_order": "tiny-single-order-tiny-grades-b"}]
+    plain = _validated(copy.deepcopy(DEFAULT))
+    _register(plain)
+    assert pbconfig.base_pairs(plain) == [{"base": "tiny-grades", "data": "synthetic-train", "ocsft": "tiny-ocsft",
+                                           "single_order": "tiny-single-order"}]
+    for change, message in ((lambda run: run.update(base_models=["tiny-grades"]), "exactly one of them"),
+                            (lambda run: run.pop("base_model"), "exactly one of them"),
+                            (lambda run: run.update(base_models=["toy-first"]) or run.pop("base_model"),
+                             "'toy-first' is not a models entry")):
+        bad = _validated(copy.deepcopy(DEFAULT))
+        change(bad["training"]["tiny-ocsft"])
+        with pytest.raises(ValueError, match=message):
+            pbconfig.expand_bases(bad)
 
 
 @pytest.mark.parametrize(("experiment", "message"), [

@@ -317,3 +317,30 @@ def test_stability_all_puts_both_families_on_the_queries_every_row_scored():
     assert got[("lw", "capcal")]["plain_shift"] == pytest.approx(0.25) and math.isnan(got[("lw", "none")]["plain_shift"])
     shifts = {(r["model"], r["method"]): r["shift from plain"] for r in result.view.iter_rows(named=True)}
     assert shifts[("lw", "capcal")].startswith("0.250") and shifts[("lw", "none")] == "–"
+
+
+def test_the_pooled_over_bases_comparison_pairs_ocsft_with_single_order_per_base(tmp_path):
+    """OC-SFT's Figure 3: per (base, collection) cell OC-SFT's Jaccard gain and τ-PSI drop over single
+    order (seed means), pooled over cells; the dev split and K > 1 rows are left out."""
+    from posbias.paper.bases import base_cells, bases_figure, bases_table
+
+    rows = []
+    for model, jaccard, tau in (("oc-a-s1", 0.9, 0.20), ("oc-a-s2", 0.8, 0.30), ("so-a", 0.5, 0.40),
+                                ("oc-b", 0.7, 0.10), ("so-b", 0.6, 0.30)):
+        for dataset, shift in (("dl19", 0.0), ("dl20", -0.1), ("dev", 0.5)):
+            rows.append({"model": model, "dataset": dataset, "retriever": "bm25", "k": 1,
+                         "jaccard": jaccard + shift, "tau_psi": tau})
+            rows.append({"model": model, "dataset": dataset, "retriever": "bm25", "k": 4, "jaccard": 1.0, "tau_psi": 0.0})
+    table = pl.DataFrame(rows)
+    pairs = [{"base": "a", "data": "train", "ocsft": "oc-a", "single_order": "so-a"},
+             {"base": "b", "data": "train", "ocsft": "oc-b", "single_order": "so-b"}]
+    cells = base_cells(table, pairs, {"oc-a-s1": "oc-a", "oc-a-s2": "oc-a"}, dev="dev")
+    assert cells.select("base", "dataset").rows() == [("a", "dl19"), ("a", "dl20"), ("b", "dl19"), ("b", "dl20")]
+    assert cells["jaccard_gain"].to_list() == pytest.approx([0.35, 0.35, 0.1, 0.1])  # (0.9 + 0.8)/2 − 0.5
+    assert cells["tau_psi_drop"].to_list() == pytest.approx([0.15, 0.15, 0.2, 0.2])
+    out = bases_table(cells)
+    assert out.data["base"].to_list() == ["a", "b", "pooled"] and out.data["cells"].to_list() == [2, 2, 4]
+    assert out.data["jaccard_gain"].to_list() == pytest.approx([0.35, 0.1, 0.225])
+    bases_figure(cells, tmp_path / "bases.png")
+    assert (tmp_path / "bases.png").stat().st_size > 10_000 and (tmp_path / "bases.pdf").exists()
+    assert base_cells(table, [{**pairs[0], "single_order": "missing"}], {}).height == 0

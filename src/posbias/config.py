@@ -597,6 +597,66 @@ def listwise_datasets(config: dict) -> list[str]:
             if spec["source"] == "listwise" or (spec["source"] in ("synthetic", "toy") and spec.get("split") == "train")]
 
 
+def _expand_experiments(config: dict, expanded: dict[str, list[str]]) -> None:
+    """Replace each reranking experiment on a model in ``expanded`` by one per model it expanded to."""
+    rr = config.get("reranking", {})
+    rr["experiments"] = [{**e, "model": model} for e in rr.get("experiments", [])
+                         for model in expanded.get(e["model"], [e["model"]])]
+
+
+def expand_bases(config: dict) -> None:
+    """Replace each training entry with ``base_models: [a, …]`` by one entry ``<name>-<a>`` per base (its
+    ``base_model``; seeds expand after, ``<name>-<a>-s<seed>``), and each reranking experiment on
+    ``<name>`` by one per base's entry: the same recipe fine-tuned from several base models, each its own
+    variant (the pooled-over-bases figure, :func:`base_pairs`, pairs them per base). An entry gives
+    ``base_model`` or ``base_models``, not both; the bases are ``models`` entries (a run that continues
+    from another training entry names it in ``base_model``)."""
+    training = config.get("training", {})
+    expanded: dict[str, list[str]] = {}
+    for name in list(training):
+        run = training.pop(name)
+        bases = run.pop("base_models", None)
+        if (bases is None) == ("base_model" not in run):
+            raise ValueError(f"config: training.{name}: give base_model (one base) or base_models (a list), "
+                             "exactly one of them")
+        if bases is None:
+            training[name] = run
+            continue
+        expanded[name] = [f"{name}-{base}" for base in bases]
+        for base, model in zip(bases, expanded[name]):
+            if base not in config.get("models", {}):
+                raise ValueError(f"config: training.{name}.base_models: {base!r} is not a models entry (a run "
+                                 "that continues from another training entry names it in base_model)")
+            if model in training or model in config.get("models", {}):
+                raise ValueError(f"config: training.{name} on base {base} makes the model name {model!r}, "
+                                 "which is already taken; rename one of them")
+            training[model] = {**run, "base_model": base}
+    _expand_experiments(config, expanded)
+
+
+def base_pairs(config: dict) -> list[dict[str, str]]:
+    """The pooled-over-bases comparison: per base model and training data, the OC-SFT variant and the
+    single-order variant trained from that base on that data (:attr:`posbias.methods.TrainingMethod.on_lambda_grid`
+    with and without the penalty), as ``{"base", "data", "ocsft", "single_order"}``. A base is the
+    ``models`` entry a variant's chain of ``base_model`` ends at. ``training`` after :func:`expand_seeds`."""
+    training = config.get("training", {})
+
+    def root(model: str) -> str:
+        while model in training:
+            model = training[model]["base_model"]
+        return model
+
+    roles: dict[tuple[str, str], dict[str, str]] = {}
+    for name, run in training.items():
+        method = methods.get(run["method"])
+        if not method.on_lambda_grid:
+            continue
+        role = "ocsft" if method.consistency else "single_order"
+        roles.setdefault((root(run["base_model"]), run["data"]), {}).setdefault(role, variant_of(training, name))
+    return [{"base": base, "data": data, **found} for (base, data), found in roles.items()
+            if {"ocsft", "single_order"} <= set(found)]
+
+
 def expand_seeds(config: dict) -> None:
     """Replace each training entry with ``seeds: [s, …]`` by one entry ``<name>-s<s>`` per seed (with
     ``seed`` and ``variant: <name>``), and each reranking experiment on ``<name>`` by one per seed's model.
@@ -629,9 +689,7 @@ def expand_seeds(config: dict) -> None:
                     raise ValueError(f"config: training.{name} (seed {run['seed']}) continues from "
                                      f"{run['base_model']!r}, which has no seed {run['seed']}; give both the same seeds")
                 run["base_model"] = base
-    rr = config.get("reranking", {})
-    rr["experiments"] = [{**e, "model": model} for e in rr.get("experiments", [])
-                         for model in expanded.get(e["model"], [e["model"]])]
+    _expand_experiments(config, expanded)
 
 
 def variant_of(training: dict, model: str) -> str:
@@ -737,12 +795,13 @@ def _check_propensity(config: dict) -> None:
 
 def prepare(config: dict, files: bool = True) -> list[str]:
     """The checks and expansions of a schema-validated config, in the workflow's order: drop optional
-    datasets whose files are missing (returned), check grid and settings, expand seeds, register trained
+    datasets whose files are missing (returned), check grid and settings, expand bases and seeds, register trained
     models, check the experiments. Raises ValueError with one line. ``files=False`` neither checks the
     files the config names nor drops optional datasets (the compute plan's stand-ins replace them)."""
     dropped = drop_unavailable(config) if files else []
     check_grid(config)
     check_settings(config, files)
+    expand_bases(config)
     expand_seeds(config)
     register_trained_models(config)
     check_experiments(config)

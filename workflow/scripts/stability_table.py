@@ -1,4 +1,5 @@
-"""The quality-vs-stability table (Markdown, CSV, LaTeX) and the BSC@K figure over all pointwise experiments."""
+"""The quality-vs-stability table (Markdown, CSV, LaTeX), the BSC@K figure and the pooled-over-bases figure
+and table over all pointwise experiments."""
 
 from pathlib import Path
 
@@ -6,6 +7,7 @@ import polars as pl
 
 from posbias import paper, schemas
 from posbias.jobs import logged
+from posbias.paper.bases import base_cells, bases_figure, bases_table
 from posbias.paper.bsc_curve import bsc_figure
 
 sm = snakemake  # noqa: F821
@@ -18,4 +20,7 @@ with logged(sm, "stability_table") as log:
     paper.write(paper.ocsft_settings(table, sm.params.variants, sm.params.settings, sm.params.dev),
                 sm.output.settings[: -len(".md")], paper.OCSFT_SETTINGS_TITLE)
     bsc_figure(table, sm.output.figure, sm.params.references)
+    cells = base_cells(table, sm.params.base_pairs, sm.params.variants, sm.params.dev)
+    bases_figure(cells, sm.output.bases)
+    paper.write(bases_table(cells), sm.output.bases_table[: -len(".md")], paper.BASES_TITLE)
     log.info("\n%s", Path(sm.output.table).read_text())

@@ -87,6 +87,7 @@ FIGURES: dict[str, PaperFigure] = {
 STABILITY_TITLE = "Pointwise scorers: quality vs decision stability (OC-SFT)"
 STABILITY_ALL_TITLE = "Listwise and pointwise rerankers on the same stability metrics and queries"
 OCSFT_SETTINGS_TITLE = "OC-SFT settings: consistency weight λ, views N and the anchor"
+BASES_TITLE = "OC-SFT over base models: its stability gain over single order, per base and pooled over cells"
 CONSUMERS_TITLE = "OC-SFT consumers: decisions and their flips across presentations"
 
 
@@ -111,7 +112,7 @@ def draw(name: str, path: str | Path, **inputs) -> None:
     entry.drawer(*(inputs[key] for key in entry.inputs), path)
 
 
-__all__ = ["ALPHA", "CONSUMERS_TITLE", "FIGURES", "INPUTS", "OCSFT_SETTINGS_TITLE", "PaperFigure", "PaperTable", "STABILITY_ALL_TITLE",
+__all__ = ["ALPHA", "BASES_TITLE", "CONSUMERS_TITLE", "FIGURES", "INPUTS", "OCSFT_SETTINGS_TITLE", "PaperFigure", "PaperTable", "STABILITY_ALL_TITLE",
            "STABILITY_TITLE", "TABLES", "Table", "ablations", "build", "capcal", "decisions_table", "draw", "fmt", "fmt_sd", "holm",
            "mean_sd", "needs", "ocsft_settings", "original_vs_shuffled", "paired_pvalue", "position_bias",
            "retrievers", "stability", "stability_all", "versus_baselines", "write"]
