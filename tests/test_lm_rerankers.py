@@ -13,7 +13,7 @@ from posbias.rerank import Candidates, rerank
 from posbias.rerankers import Window
 from posbias.rerankers.first import FirstReranker
 from posbias.rerankers.generation import GenerationReranker, parse_ranking, step_tokens
-from posbias.rerankers.lm import LMSpec, identifier_paths, identifier_token_ids
+from posbias.rerankers.lm import LMSpec, identifier_token_ids, readout
 
 DEFAULTS = config.defaults("reranking")  # the schema's PermSC and CapCal settings
 
@@ -63,12 +63,12 @@ def test_multi_token_identifier_is_an_error(tmp_path):
     from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
-    vocab = {"[UNK]": 0, "Answer": 1, ":": 2, "[": 3, "a": 4}
+    vocab = {"[UNK]": 0, "[": 1, "a": 2, **{c: 3 + i for i, c in enumerate(prompts.IDENTIFIERS[1:])}}
     wl = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
     wl.normalizer = normalizers.Replace("A", " a a")  # the letter A becomes two tokens
     wl.pre_tokenizer = pre_tokenizers.Whitespace()
     tok = PreTrainedTokenizerFast(tokenizer_object=wl, unk_token="[UNK]")
-    with pytest.raises(PosbiasError, match="identifier 'A' after '\\[' is not a single token"):
+    with pytest.raises(PosbiasError, match="identifier 'A' after '\\[' is not a single token .* mode: generation"):
         identifier_token_ids(tok)
 
 
@@ -194,7 +194,7 @@ def test_numeric_identifiers_are_scored_by_their_whole_path(tiny_by_tokenizer):
     assert np.exp(result.scores).sum() <= 1.0 + 1e-6
     prefixes = {p[:t] for p in paths for t in range(1, len(p))}
     assert result.stats["calls"] == 1 + len(prefixes) and result.stats["prompt_tokens"] > len(encoded)
-    assert all(len(p) == 1 for p in identifier_paths(first.tokenizer, "letters", 20))
+    assert all(len(p) == 1 for p in readout(first.tokenizer, "rankzephyr", "letters", 20).paths)
     capcal = _wrap(first, "capcal").rank([window])[0]
     assert sorted(capcal.order) == list(range(20))
     gen = GenerationReranker(LMSpec(str(tiny_by_tokenizer), identifiers="numbers"))
@@ -210,8 +210,8 @@ def test_sequential_capcal_appends_what_retokenising_the_answer_gives(tiny_by_to
     gen = GenerationReranker(LMSpec(str(tiny_by_tokenizer), identifiers=style))
     window = _windows(1, 12)[0]
     prompt = prompts.render(gen.tokenizer, window.query, window.texts, gen.spec.word_budget, gen.spec.max_context,
-                            "[", id_style=style)
-    steps = step_tokens(gen.tokenizer, style, 20)
+                            gen.readout.prefix, id_style=style)
+    steps = step_tokens(gen.tokenizer, gen.spec.prompt, style, 20)
     ids = prompts.identifiers(12, style)
     answer, appended = "", list(gen.tokenizer(prompt.text, add_special_tokens=True)["input_ids"])
     for k in (11, 0, 9, 1):

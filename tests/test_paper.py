@@ -332,8 +332,8 @@ def test_the_pooled_over_bases_comparison_pairs_ocsft_with_single_order_per_base
                          "jaccard": jaccard + shift, "tau_psi": tau})
             rows.append({"model": model, "dataset": dataset, "retriever": "bm25", "k": 4, "jaccard": 1.0, "tau_psi": 0.0})
     table = pl.DataFrame(rows)
-    pairs = [{"base": "a", "data": "train", "ocsft": "oc-a", "single_order": "so-a"},
-             {"base": "b", "data": "train", "ocsft": "oc-b", "single_order": "so-b"}]
+    pairs = [{"base": "a", "data": "train", "ocsft": "oc-a", "single": "so-a"},
+             {"base": "b", "data": "train", "ocsft": "oc-b", "single": "so-b"}]
     cells = base_cells(table, pairs, {"oc-a-s1": "oc-a", "oc-a-s2": "oc-a"}, dev="dev")
     assert cells.select("base", "dataset").rows() == [("a", "dl19"), ("a", "dl20"), ("b", "dl19"), ("b", "dl20")]
     assert cells["jaccard_gain"].to_list() == pytest.approx([0.35, 0.35, 0.1, 0.1])  # (0.9 + 0.8)/2 − 0.5
@@ -343,4 +343,4 @@ def test_the_pooled_over_bases_comparison_pairs_ocsft_with_single_order_per_base
     assert out.data["jaccard_gain"].to_list() == pytest.approx([0.35, 0.1, 0.225])
     bases_figure(cells, tmp_path / "bases.png")
     assert (tmp_path / "bases.png").stat().st_size > 10_000 and (tmp_path / "bases.pdf").exists()
-    assert base_cells(table, [{**pairs[0], "single_order": "missing"}], {}).height == 0
+    assert base_cells(table, [{**pairs[0], "single": "missing"}], {}).height == 0

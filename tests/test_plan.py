@@ -13,7 +13,7 @@ from posbias import config, debiasing, plan, rerankers
 from posbias.models import build_tiny_causal_lm
 from posbias.prompts import IDENTIFIERS
 from posbias.rerank import Candidates, rerank
-from posbias.rerankers.lm import identifier_paths
+from posbias.rerankers.lm import readout
 from posbias.scoring import GradesEncoder
 
 REPO = Path(__file__).resolve().parents[1]
@@ -104,8 +104,8 @@ def test_rule_of_thumb_tokenizer_known_answers():
     assert len(tok("the retrieval. Passage")["input_ids"]) == 7
     assert len(tok("the retrieval", add_special_tokens=False)["input_ids"]) == 3
     # it serves the prompt code: single-token letters, prefix-free numbers, single-token grades
-    assert all(len(p) == 1 for p in identifier_paths(tok, "letters", len(IDENTIFIERS)))
-    assert len(set(identifier_paths(tok, "numbers", 20))) == 20
+    assert all(len(p) == 1 for p in readout(tok, "rankzephyr", "letters", len(IDENTIFIERS)).paths)
+    assert len(set(readout(tok, "rankzephyr", "numbers", 20).paths)) == 20
     ids, reads, _ = GradesEncoder(tok, 300, 4096).encode("a query", ["one passage", "another one"])
     assert len(reads) == 2 and max(reads) < len(ids)
 

@@ -51,6 +51,14 @@ def test_skeleton_slots_point_at_the_grade_digit(tiny):
         assert ids[s + 1] == grades.ids[0]  # the placeholder grade follows the read position
         assert tokenizer.decode(ids[:s + 1]).endswith(f"[{i}] Grade{grades.tail}")
     assert tokenizer.decode(ids).rstrip().endswith("[3] Grade: 0")
+    # the prompt and skeleton are the whole text's own tokens: this byte-level tokenizer splits the
+    # prompt's final "\n\n" into two tokens before "Grades:", one alone, so the skeleton replaces it
+    from posbias.prompts import grades_message, render
+
+    text = render(tokenizer, "a query", ["first doc", "second doc", "third"], 300, None, message=grades_message).text
+    digit = ("" if grades.tail.endswith(" ") else " ") + "0"
+    assert tokenizer(text + "Grades:" + "".join(f"\n[{i}] Grade{grades.tail}{digit}" for i in (1, 2, 3)))["input_ids"] == ids
+    assert encoder.skeleton((1, 2, 3))[2] == 1
 
 
 def test_scores_are_batch_invariant_and_any_b_works(tiny):

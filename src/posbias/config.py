@@ -637,7 +637,7 @@ def expand_bases(config: dict) -> None:
 def base_pairs(config: dict) -> list[dict[str, str]]:
     """The pooled-over-bases comparison: per base model and training data, the OC-SFT variant and the
     single-order variant trained from that base on that data (:attr:`posbias.methods.TrainingMethod.on_lambda_grid`
-    with and without the penalty), as ``{"base", "data", "ocsft", "single_order"}``. A base is the
+    with and without the penalty), as ``{"base", "data", "ocsft", "single"}``. A base is the
     ``models`` entry a variant's chain of ``base_model`` ends at. ``training`` after :func:`expand_seeds`."""
     training = config.get("training", {})
 
@@ -651,10 +651,10 @@ def base_pairs(config: dict) -> list[dict[str, str]]:
         method = methods.get(run["method"])
         if not method.on_lambda_grid:
             continue
-        role = "ocsft" if method.consistency else "single_order"
+        role = "ocsft" if method.consistency else "single"
         roles.setdefault((root(run["base_model"]), run["data"]), {}).setdefault(role, variant_of(training, name))
     return [{"base": base, "data": data, **found} for (base, data), found in roles.items()
-            if {"ocsft", "single_order"} <= set(found)]
+            if {"ocsft", "single"} <= set(found)]
 
 
 def expand_seeds(config: dict) -> None:

@@ -15,10 +15,10 @@ the tokens ``0 1 2 3`` are renormalised over the four, E[g] = Σ g·P(g) and the
 sees the placeholders of slots < i, the same in training and inference). Any B works with the
 same checkpoint; long lists are cut into contiguous windows of B in the given order.
 
-The skeleton is tokenised piece by piece (``"\\n[i] Grade:"`` and the digit token), so the read
-positions are known exactly for any tokenizer; whether the digit token carries the space
-(``" 0"``) or the segment does (``": "`` + ``"0"``) is decided once per tokenizer by
-:func:`grade_tokens`.
+The skeleton is tokenised after a real grades prompt, as the tokenizer splits the whole prompt, and
+each slot's read position is where the text up to its ``Grade:`` ends; whether the digit token
+carries the space (``" 0"``) or the segment does (``": "`` + ``"0"``) is decided once per tokenizer
+by :func:`grade_tokens`.
 
 This module is the readout (prompt skeleton, slot positions, E[g]) shared by training and
 inference; the reranker that uses it is :class:`posbias.rerankers.grades.GradesScorer`.
@@ -81,24 +81,42 @@ class GradesEncoder:
     def __init__(self, tokenizer, word_budget: int, max_context: int | None):
         self.tokenizer, self.word_budget, self.max_context = tokenizer, word_budget, max_context
         self.grades = grade_tokens(tokenizer)
-        self._skeletons: dict[tuple[int, ...], tuple[list[int], list[int]]] = {}
+        # a real grades prompt's text up to the answer: the skeleton is tokenised after it, as in the prompt
+        self._context = render(tokenizer, "query", ["passage"], 8, message=grades_message).text
+        self._context_ids = tokenizer(self._context, add_special_tokens=True)["input_ids"]
+        self._skeletons: dict[tuple[int, ...], tuple[list[int], list[int], int]] = {}
 
-    def skeleton(self, markers: tuple[int, ...]) -> tuple[list[int], list[int]]:
-        """(ids, read offsets) of ``Grades:`` and one line ``[m] Grade: 0`` per slot, ``m`` its marker.
+    def skeleton(self, markers: tuple[int, ...]) -> tuple[list[int], list[int], int]:
+        """(ids, read offsets, prompt tokens replaced) of ``Grades:`` and one line ``[m] Grade: 0`` per slot.
 
-        The canonical skeletons (markers ``1 … n``) are cached; renamed ones are built each time."""
+        Tokenised in context, after a real grades prompt, as the tokenizer splits the whole text: a
+        SentencePiece tokenizer (Zephyr's) gives ``Gr`` after the prompt's newline but ``▁Gr`` alone. Where
+        the tokenizer re-splits the prompt's last tokens when text follows (GPT-2-style whitespace: a
+        final ``\n\n`` is one token alone, two before a word), the skeleton starts with those tokens as
+        re-split and replaces the prompt's: the third value is how many it replaces. A read offset is where
+        the text up to a slot's ``Grade:`` ends; the whole skeleton must start with that text's tokens and
+        follow them with the placeholder digit, or it is an error. The canonical skeletons (markers
+        ``1 … n``) are cached; renamed ones are built each time."""
         if markers in self._skeletons:
             return self._skeletons[markers]
-        ids: list[int] = []
-        reads = []
-        for line, m in enumerate(markers):
-            head = "Grades:\n" if line == 0 else "\n"
-            ids += self.tokenizer(f"{head}[{m}] Grade{self.grades.tail}", add_special_tokens=False)["input_ids"]
-            reads.append(len(ids) - 1)
-            ids.append(self.grades.ids[0])
+        tok, context = self.tokenizer, self._context_ids
+        digit = ("" if self.grades.tail.endswith(" ") else " ") + "0"
+        text, partial = "Grades:", []
+        for m in markers:
+            text += f"\n[{m}] Grade{self.grades.tail}"
+            partial.append(tok(self._context + text, add_special_tokens=True)["input_ids"])
+            text += digit
+        whole = tok(self._context + text, add_special_tokens=True)["input_ids"]
+        start = next((k for k, (a, b) in enumerate(zip(context, whole)) if a != b), len(context))
+        for m, ids in zip(markers, partial):
+            if whole[: len(ids)] != ids or whole[len(ids)] != self.grades.ids[0] or len(ids) <= start:
+                raise PosbiasError(f"tokenizer: slot [{m}]'s placeholder grade {digit!r} merges with the skeleton "
+                                   f"({tok.convert_ids_to_tokens(whole[len(ids) - 1:len(ids) + 1])}); "
+                                   "the Grades scorer cannot read it")
+        out = (whole[start:], [len(ids) - 1 - start for ids in partial], len(context) - start)
         if markers == tuple(range(1, len(markers) + 1)):
-            self._skeletons[markers] = (ids, reads)
-        return ids, reads
+            self._skeletons[markers] = out
+        return out
 
     def encode(self, query: str, passages: list[str], markers: tuple[int, ...] | None = None,
                ) -> tuple[list[int], list[int], int]:
@@ -107,11 +125,12 @@ class GradesEncoder:
         markers = markers or tuple(range(1, len(passages) + 1))
         if sorted(markers) != list(range(1, len(passages) + 1)):
             raise ValueError(f"markers {markers} are not a permutation of 1 … {len(passages)}")
-        skeleton, reads = self.skeleton(markers)
-        budget = self.max_context - len(skeleton) if self.max_context else None
+        skeleton, reads, replaced = self.skeleton(markers)
+        budget = self.max_context - len(skeleton) + replaced if self.max_context else None
         prompt = render(self.tokenizer, query, passages, self.word_budget, budget, message=grades_message,
                         markers=markers)
         ids = prompt.input_ids or self.tokenizer(prompt.text, add_special_tokens=True)["input_ids"]
+        ids = ids[: len(ids) - replaced]
         return ids + skeleton, [len(ids) + r for r in reads], prompt.truncated
 
 

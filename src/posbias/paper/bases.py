@@ -23,11 +23,11 @@ def base_cells(stability: pl.DataFrame, pairs: list[dict[str, str]], variants: d
     if dev:
         k1 = k1.filter(pl.col("dataset") != dev)
     means = (k1.with_columns(variant=pl.col("model").replace_strict(variants, default=pl.col("model")))
-             .group_by("variant", "dataset", "retriever").agg(pl.col("jaccard", "tau_psi").mean()))
+             .group_by("variant", "dataset", "retriever", maintain_order=True).agg(pl.col("jaccard", "tau_psi").mean()))
     rows = []
     for pair in pairs:
         ocsft = means.filter(pl.col("variant") == pair["ocsft"]).drop("variant")
-        single = means.filter(pl.col("variant") == pair["single_order"]).drop("variant")
+        single = means.filter(pl.col("variant") == pair["single"]).drop("variant")
         both = ocsft.join(single, on=["dataset", "retriever"], suffix="_single").sort("dataset", "retriever")
         for r in both.iter_rows(named=True):
             rows.append({"base": pair["base"], "data": pair["data"], "dataset": r["dataset"],

@@ -1,7 +1,8 @@
 """FIRST single-token listwise ranking (Reddy et al., 2024).
 
 One forward pass per window: the prompt ends with the assistant's opening ``[``, and the logits of
-the next token over the identifier tokens [A] … give one score per passage; sorting them gives the
+the next token over the identifier tokens [A] … give one score per passage (where a tokenizer merges
+``[`` with a letter there, Qwen's, the prompt ends with `` [`` instead: :func:`posbias.rerankers.lm.readout`); sorting them gives the
 ranking. Only the last position's logits are computed (``logits_to_keep=1``). The per-passage
 scores are kept, because calibration methods (CapCal, BSC) need them.
 
@@ -16,9 +17,9 @@ from posbias.prompts import IDENTIFIERS, render
 from posbias.rerankers.base import Reranker, Window, WindowResult, by_score
 from posbias.rerankers.lm import (
     LMSpec,
-    identifier_paths,
     identifier_scores,
     load,
+    readout,
 )
 
 
@@ -29,7 +30,8 @@ class FirstReranker(Reranker):
         super().__init__()
         self.spec = spec
         self.tokenizer, self.model = loaded or load(spec)
-        self.paths = identifier_paths(self.tokenizer, spec.identifiers, len(IDENTIFIERS))
+        self.readout = readout(self.tokenizer, spec.prompt, spec.identifiers, len(IDENTIFIERS))
+        self.paths = self.readout.paths
         self.stats = {"forward_passes": 0, "prompt_tokens": 0, "truncated_passages": 0}
         self._prior_cache: dict[tuple[str, int, str], list[float]] = {}
 
@@ -41,7 +43,7 @@ class FirstReranker(Reranker):
 
     def encode(self, window: Window) -> list[int]:
         prompt = render(self.tokenizer, window.query, window.texts, self.spec.word_budget,
-                        self.spec.max_context, answer_prefix="[", style=self.spec.prompt,
+                        self.spec.max_context, answer_prefix=self.readout.prefix, style=self.spec.prompt,
                         id_style=self.spec.identifiers)
         self.stats["truncated_passages"] += prompt.truncated
         return prompt.input_ids or self.tokenizer(prompt.text, add_special_tokens=True)["input_ids"]

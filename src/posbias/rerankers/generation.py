@@ -14,11 +14,12 @@ from posbias.prompts import IDENTIFIERS, identifiers, render
 from posbias.rerankers.base import Reranker, Window, WindowResult
 from posbias.rerankers.lm import (
     LMSpec,
+    answer_context,
     batches_by_length,
-    identifier_paths,
     identifier_scores,
     load,
     pad_left,
+    readout,
 )
 
 _ID = re.compile(r"\[\s*([A-Z]|\d+)\s*\]")  # word-level tokenizers decode "[ A ]"
@@ -37,6 +38,16 @@ def parse_ranking(text: str, n: int, style: str = "letters") -> tuple[list[int],
     return order, missing
 
 
+def generated_length(row: list[int], stop_ids: set[int]) -> int:
+    """Tokens a model generated in one row of ``generate``'s output: up to and including its first stop
+    token, or the whole row. Counting the tokens that are not padding would drop the EOS itself where
+    the pad token is the EOS (Zephyr's)."""
+    for k, token in enumerate(row):
+        if token in stop_ids:
+            return k + 1
+    return len(row)
+
+
 def max_new_tokens(n: int) -> int:
     """The decoding budget for a window of ``n`` passages (``[A] > [B] > …`` takes about 4 tokens each)."""
     return 5 * n + 4
@@ -49,7 +60,8 @@ class GenerationReranker(Reranker):
         super().__init__()
         self.spec = spec
         self.tokenizer, self.model = loaded or load(spec)
-        self.paths = identifier_paths(self.tokenizer, spec.identifiers, len(IDENTIFIERS))
+        self.readout = readout(self.tokenizer, spec.prompt, spec.identifiers, len(IDENTIFIERS))
+        self.paths = self.readout.paths
         self.stats = {"forward_passes": 0, "prompt_tokens": 0, "generated_tokens": 0, "parse_failures": 0,
                       "missing_ids": 0, "truncated_passages": 0}
 
@@ -78,10 +90,10 @@ class GenerationReranker(Reranker):
                 new = out[:, ids.shape[1]:]
                 self.stats["forward_passes"] += new.shape[1]
                 self.stats["prompt_tokens"] += int(mask.sum())
-                self.stats["generated_tokens"] += int((new != self.tokenizer.pad_token_id).sum())
                 for row, i in enumerate(batch):
                     texts[i] = self.tokenizer.decode(new[row], skip_special_tokens=True)
-                    steps[i] = int((new[row] != self.tokenizer.pad_token_id).sum())
+                    steps[i] = generated_length(new[row].tolist(), self._stop_ids())
+                    self.stats["generated_tokens"] += steps[i]
         results = []
         for w, text, enc, n_steps in zip(windows, texts, encoded, steps):
             order, missing = parse_ranking(text, len(w.doc_ids), self.spec.identifiers)
@@ -91,6 +103,13 @@ class GenerationReranker(Reranker):
             results.append(WindowResult(order=order, stats={"missing_ids": missing, "parse_failure": failed,
                                                             "calls": max(n_steps, 1), "prompt_tokens": len(enc)}))
         return results
+
+    def _stop_ids(self) -> set[int]:
+        """The ids that end generation: the model's generation config's EOS ids (Qwen has two), else the
+        tokenizer's EOS."""
+        eos = self.model.generation_config.eos_token_id
+        eos = self.tokenizer.eos_token_id if eos is None else eos
+        return set(eos) if isinstance(eos, (list, tuple)) else {eos}
 
     def rank_calibrated(self, windows: list[Window], calibrate, placeholder: str) -> list[WindowResult]:
         """Sequential CapCal: constrained decoding that emits only valid, unused identifiers.
@@ -106,11 +125,12 @@ class GenerationReranker(Reranker):
         import numpy as np
         from scipy.special import softmax
 
-        steps = step_tokens(self.tokenizer, self.spec.identifiers, len(IDENTIFIERS))
+        steps = step_tokens(self.tokenizer, self.spec.prompt, self.spec.identifiers, len(IDENTIFIERS))
         results = []
         for w in windows:
             n = len(w.doc_ids)
-            prompts = [render(self.tokenizer, w.query, texts, self.spec.word_budget, self.spec.max_context, "[",
+            prompts = [render(self.tokenizer, w.query, texts, self.spec.word_budget, self.spec.max_context,
+                              self.readout.prefix,
                               style=self.spec.prompt, id_style=self.spec.identifiers)
                        for texts in (w.texts, [placeholder] * n)]
             self.stats["truncated_passages"] += prompts[0].truncated
@@ -131,15 +151,15 @@ class GenerationReranker(Reranker):
         return results
 
 
-def step_tokens(tokenizer, style: str, n: int) -> list[tuple[int, ...]]:
+def step_tokens(tokenizer, prompt_style: str, style: str, n: int) -> list[tuple[int, ...]]:
     """The tokens of one decoding step ``X] > [`` for each of the first ``n`` identifiers, tokenised in
-    context (after ``"Answer: ["``, as :func:`posbias.rerankers.lm.identifier_paths` reads them): what a
-    model emits after an opening bracket to name X and open the next identifier."""
-    context = "Answer: ["
-    base = tokenizer(context, add_special_tokens=False)["input_ids"]
+    the real prompt's context after the answer's opening bracket (:func:`posbias.rerankers.lm.readout`,
+    where the identifier paths are read): what a model emits to name X and open the next identifier."""
+    context = answer_context(tokenizer, prompt_style) + readout(tokenizer, prompt_style, style, n).prefix
+    base = tokenizer(context, add_special_tokens=True)["input_ids"]
     out = []
     for ident in identifiers(n, style):
-        full = tokenizer(f"{context}{ident}] > [", add_special_tokens=False)["input_ids"]
+        full = tokenizer(f"{context}{ident}] > [", add_special_tokens=True)["input_ids"]
         if full[: len(base)] != base:
             raise PosbiasError(f"tokenizer: identifier {ident!r} after '[' merges with the bracket; it cannot be read")
         out.append(tuple(full[len(base):]))

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from posbias import config
 from posbias.errors import PosbiasError
-from posbias.prompts import IDENTIFIERS, identifiers
+from posbias.prompts import IDENTIFIERS, identifiers, render
 
 DTYPES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf16": "bfloat16",
           "float16": "float16", "fp16": "float16"}
@@ -69,45 +69,74 @@ def load(spec: LMSpec, with_model: bool = True):
     return tokenizer, model
 
 
-def identifier_token_ids(tokenizer, n: int = len(IDENTIFIERS)) -> list[int]:
-    """The token id of each identifier letter as it follows an opening bracket.
+# The answer's opening bracket, in order of preference: "[" as FIRST's prompt ends, or " [" where the
+# tokenizer merges "[" with a following letter at the prompt's end (Qwen's pre-tokenizer after a newline:
+# "[A" is one token, "[O" two) but not after a space, as inside the answer ("… > [B"): the identifier after
+# it is then the same single token the model emits for it everywhere in its answer.
+ANSWER_PREFIXES = ("[", " [")
 
-    Computed as the one token that ``"[" + letter`` adds after ``"["`` in context, so it works for
-    SentencePiece and byte-level tokenizers alike; an identifier that is not a single token there
-    is an error (First reads exactly one logit per passage).
+
+@dataclass(frozen=True)
+class Readout:
+    """How a listwise answer's identifiers are read: ``prefix``, the answer's opening bracket appended to
+    the prompt, and per identifier the tokens that spell it after it (:func:`identifier_paths`)."""
+
+    prefix: str
+    paths: tuple[tuple[int, ...], ...]
+
+    def single_tokens(self, tokenizer) -> list[int]:
+        """One token id per identifier (FIRST's single-pass readout and its rank loss), or a one-line error."""
+        for ident, path in zip(identifiers(len(self.paths), "letters"), self.paths):
+            if len(path) != 1:
+                raise PosbiasError(
+                    f"tokenizer: identifier {ident!r} after {self.prefix!r} is not a single token "
+                    f"({tokenizer.convert_ids_to_tokens(list(path))}); First's single-pass readout and rank loss "
+                    "need one token per identifier: read this model with mode: generation")
+        return [path[0] for path in self.paths]
+
+
+def answer_context(tokenizer, prompt_style: str = "rankzephyr") -> str:
+    """The text of a real listwise prompt of this tokenizer and style up to its answer (a one-passage
+    window: how the answer tokenises depends only on the prompt's end, the chat template's turn opening)."""
+    return render(tokenizer, "query", ["passage"], 8, style=prompt_style).text
+
+
+def readout(tokenizer, prompt_style: str = "rankzephyr", id_style: str = "letters",
+            n: int = len(IDENTIFIERS)) -> Readout:
+    """The first answer prefix of :data:`ANSWER_PREFIXES` after which every identifier can be read in the
+    real prompt's context (:func:`answer_context`), with its paths; a one-line error when there is none."""
+    context = answer_context(tokenizer, prompt_style)
+    reasons = []
+    for prefix in ANSWER_PREFIXES:
+        try:
+            return Readout(prefix, tuple(identifier_paths(tokenizer, context + prefix, id_style, n)))
+        except PosbiasError as exc:
+            reasons.append(str(exc))
+    raise PosbiasError(f"{reasons[0]}; after {ANSWER_PREFIXES[1]!r} too: {reasons[1].removeprefix('tokenizer: ')}")
+
+
+def identifier_token_ids(tokenizer, prompt_style: str = "rankzephyr", n: int = len(IDENTIFIERS)) -> list[int]:
+    """The token id of each letter identifier where the answer starts (the logits the rank loss and
+    FIRST's readout read): :func:`readout`'s single-token paths."""
+    return readout(tokenizer, prompt_style, "letters", n).single_tokens(tokenizer)
+
+
+def identifier_paths(tokenizer, context: str, style: str, n: int) -> list[tuple[int, ...]]:
+    """The tokens that spell each of the first ``n`` identifiers after ``context``, prefix-free.
+
+    ``context`` is a real prompt's text ending with the answer's opening bracket (:func:`readout`), so a
+    path is what the tokenizer produces there: an identifier the tokenizer merges with the bracket is an
+    error. An identifier whose tokens are a proper prefix of another's (``1`` and ``10`` with a
+    digit-splitting tokenizer) also takes the closing ``]`` token, so that no path is a prefix of another
+    and each identifier's probability is the product along its own path. Numbers past 9 give several
+    tokens with Qwen's and Llama's tokenizers.
     """
-    context = "Answer: ["
-    base = tokenizer(context, add_special_tokens=False)["input_ids"]
-    ids = []
-    for letter in IDENTIFIERS[:n]:
-        full = tokenizer(context + letter, add_special_tokens=False)["input_ids"]
-        if full[: len(base)] != base or len(full) != len(base) + 1:
-            raise PosbiasError(
-                f"tokenizer: identifier {letter!r} after '[' is not a single token "
-                f"({tokenizer.convert_ids_to_tokens(full[len(base) - 1:])}); First needs one token per identifier"
-            )
-        ids.append(full[-1])
-    if len(set(ids)) != len(ids):
-        raise PosbiasError("tokenizer: two identifiers map to the same token")
-    return ids
-
-
-def identifier_paths(tokenizer, style: str, n: int) -> list[tuple[int, ...]]:
-    """The tokens that spell each of the first ``n`` identifiers after an opening bracket, prefix-free.
-
-    Tokenised in context (``"[" + identifier`` after ``"Answer: "``), as the model sees them. An identifier
-    whose tokens are a proper prefix of another's (``1`` and ``10`` with a digit-splitting tokenizer)
-    also takes the closing ``]`` token, so that no path is a prefix of another and each identifier's
-    probability is the product along its own path. Letters give single tokens with every tokenizer
-    tried (:func:`identifier_token_ids`); numbers past 9 give several with Qwen's and Llama's.
-    """
-    context = "Answer: ["
-    base = tokenizer(context, add_special_tokens=False)["input_ids"]
+    base = tokenizer(context, add_special_tokens=True)["input_ids"]
 
     def suffix(text: str) -> tuple[int, ...]:
-        full = tokenizer(context + text, add_special_tokens=False)["input_ids"]
+        full = tokenizer(context + text, add_special_tokens=True)["input_ids"]
         if full[: len(base)] != base or len(full) == len(base):
-            raise PosbiasError(f"tokenizer: identifier {text!r} after '[' merges with the bracket "
+            raise PosbiasError(f"tokenizer: identifier {text!r} after {context[-1]!r} merges with the bracket "
                                f"({tokenizer.convert_ids_to_tokens(full[len(base) - 1:])}); it cannot be read")
         return tuple(full[len(base):])
 

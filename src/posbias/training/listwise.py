@@ -30,6 +30,7 @@ import torch
 from posbias import losses
 from posbias.augment import gold_ranks
 from posbias.prompts import identifiers, render
+from posbias.rerankers.lm import readout
 from posbias.training.spec import TrainSpec
 
 
@@ -51,9 +52,10 @@ def encode_instances(tokenizer, instances: pl.DataFrame, word_budget: int, max_c
     prompt's last ``[`` with the answer cannot be trained this way and is refused.
 
     ``lm_tokens``: keep only the first N answer tokens (None: the whole ranking and EOS)."""
+    prefix = readout(tokenizer, style).prefix  # "[" (FIRST's), or " [" where "[" merges with a letter
     examples = []
     for rec in instances.iter_rows(named=True):
-        prompt = render(tokenizer, rec["query"], rec["texts"], word_budget, max_context, answer_prefix="[",
+        prompt = render(tokenizer, rec["query"], rec["texts"], word_budget, max_context, answer_prefix=prefix,
                         style=style)
         prompt_ids = prompt.input_ids or tokenizer(prompt.text, add_special_tokens=True)["input_ids"]
         full = tokenizer(prompt.text + target_text(rec["doc_ids"], rec["teacher_ranking"]),
@@ -68,7 +70,7 @@ def encode_instances(tokenizer, instances: pl.DataFrame, word_budget: int, max_c
             target_ids = target_ids[:lm_tokens]
         examples.append({
             "input_ids": prompt_ids + target_ids,
-            # the opening "[" is trained too: it is the prompt's last token and the answer's first
+            # the opening bracket is trained too: it is the prompt's last token and the answer's first
             "labels": [-100] * (len(prompt_ids) - 1) + [prompt_ids[-1]] + target_ids,
             "rank_position": len(prompt_ids) - 1,
             "gold_rank": gold_ranks(rec["doc_ids"], rec["teacher_ranking"]),

@@ -72,7 +72,7 @@ def train(base_model: str, instances: pl.DataFrame, spec: TrainSpec, work_dir: P
         collator = pointwise.GradesCollator(encoder, spec.kind, spec.views, spec.seed, tokenizer.pad_token_id, weights,
                                             spec.resample_views)
     else:
-        id_tokens = identifier_token_ids(tokenizer)
+        id_tokens = identifier_token_ids(tokenizer, spec.prompt)
         examples = encode_instances(tokenizer, instances, spec.word_budget, spec.max_context, spec.prompt,
                                     spec.lm_tokens)
         collator = ListwiseCollator(tokenizer.pad_token_id)
