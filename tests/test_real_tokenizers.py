@@ -191,3 +191,18 @@ def test_generated_tokens_count_the_eos_where_it_is_the_pad_token(built, dl19):
     gen = GenerationReranker(LMSpec(str(built["zephyr"]), max_context=8192))
     result = gen.rank([dl19])[0]
     assert gen.stats["generated_tokens"] == result.stats["calls"] and sorted(result.order) == list(range(20))
+
+
+@pytest.mark.parametrize("name", CAUSAL)
+def test_a_training_example_fits_the_context_with_its_whole_answer(tokenizers, dl19, name):
+    """With a context too small for 20 DL19 passages at 100 words, passages are cut (and counted) so
+    that the prompt and the whole ranking with its EOS fit; before, only the prompt was fitted and the
+    ~80-token answer ran past max_context."""
+    tok = tokenizers[name]
+    instances = pl.DataFrame([{"query_id": dl19.query_id, "query": dl19.query, "doc_ids": dl19.doc_ids,
+                               "texts": dl19.texts, "teacher_ranking": dl19.doc_ids}])
+    example = encode_instances(tok, instances, 100, 900)[0]
+    position = example["rank_position"]
+    assert len(example["input_ids"]) <= 900 and example["truncated"] > 0
+    answer = tok.decode(example["input_ids"][position + 1:], skip_special_tokens=True)
+    assert answer.replace(" ", "") == target_text(dl19.doc_ids, dl19.doc_ids).replace(" ", "")

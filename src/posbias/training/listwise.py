@@ -51,29 +51,35 @@ def encode_instances(tokenizer, instances: pl.DataFrame, word_budget: int, max_c
     in the prompt and that the rank loss and First inference read. A tokenizer that merges the
     prompt's last ``[`` with the answer cannot be trained this way and is refused.
 
+    An example fits ``max_context`` with its answer: passages are cut (never the answer) until the
+    prompt leaves the answer's tokens room; ``truncated`` counts the passages cut.
+
     ``lm_tokens``: keep only the first N answer tokens (None: the whole ranking and EOS)."""
     prefix = readout(tokenizer, style).prefix  # "[" (FIRST's), or " [" where "[" merges with a letter
     examples = []
     for rec in instances.iter_rows(named=True):
-        prompt = render(tokenizer, rec["query"], rec["texts"], word_budget, max_context, answer_prefix=prefix,
-                        style=style)
-        prompt_ids = prompt.input_ids or tokenizer(prompt.text, add_special_tokens=True)["input_ids"]
-        full = tokenizer(prompt.text + target_text(rec["doc_ids"], rec["teacher_ranking"]),
-                         add_special_tokens=True)["input_ids"]
-        if full[: len(prompt_ids)] != prompt_ids:
-            raise ValueError(f"query {rec['query_id']}: the prompt's tokens change when the answer follows it "
-                             f"({tokenizer.convert_ids_to_tokens(prompt_ids[-2:])} → "
-                             f"{tokenizer.convert_ids_to_tokens(full[len(prompt_ids) - 2:len(prompt_ids) + 1])}); "
-                             "this tokenizer merges '[' with the identifier, which First cannot read")
-        target_ids = full[len(prompt_ids):] + [tokenizer.eos_token_id]
-        if lm_tokens is not None:
-            target_ids = target_ids[:lm_tokens]
+        answer, budget = target_text(rec["doc_ids"], rec["teacher_ranking"]), max_context
+        while True:  # at most twice: the second pass leaves the answer's tokens room in the context
+            prompt = render(tokenizer, rec["query"], rec["texts"], word_budget, budget, answer_prefix=prefix,
+                            style=style)
+            prompt_ids = prompt.input_ids or tokenizer(prompt.text, add_special_tokens=True)["input_ids"]
+            full = tokenizer(prompt.text + answer, add_special_tokens=True)["input_ids"]
+            if full[: len(prompt_ids)] != prompt_ids:
+                raise ValueError(f"query {rec['query_id']}: the prompt's tokens change when the answer follows it "
+                                 f"({tokenizer.convert_ids_to_tokens(prompt_ids[-2:])} → "
+                                 f"{tokenizer.convert_ids_to_tokens(full[len(prompt_ids) - 2:len(prompt_ids) + 1])}); "
+                                 "this tokenizer merges '[' with the identifier, which First cannot read")
+            target_ids = (full[len(prompt_ids):] + [tokenizer.eos_token_id])[:lm_tokens]
+            if not max_context or len(prompt_ids) + len(target_ids) <= max_context or budget < max_context:
+                break
+            budget = max_context - len(target_ids)
         examples.append({
             "input_ids": prompt_ids + target_ids,
             # the opening bracket is trained too: it is the prompt's last token and the answer's first
             "labels": [-100] * (len(prompt_ids) - 1) + [prompt_ids[-1]] + target_ids,
             "rank_position": len(prompt_ids) - 1,
             "gold_rank": gold_ranks(rec["doc_ids"], rec["teacher_ranking"]),
+            "truncated": prompt.truncated,  # passages cut to fit the word budget and the context
         })
     return examples
 

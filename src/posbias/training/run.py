@@ -75,6 +75,8 @@ def train(base_model: str, instances: pl.DataFrame, spec: TrainSpec, work_dir: P
         id_tokens = identifier_token_ids(tokenizer, spec.prompt)
         examples = encode_instances(tokenizer, instances, spec.word_budget, spec.max_context, spec.prompt,
                                     spec.lm_tokens)
+        log.info("%d of %d training lists had passages cut to fit the word budget and max_context (%d passages)",
+                 sum(e["truncated"] > 0 for e in examples), len(examples), sum(e["truncated"] for e in examples))
         collator = ListwiseCollator(tokenizer.pad_token_id)
     args = TrainingArguments(
         output_dir=str(work_dir), per_device_train_batch_size=spec.batch_size,
