@@ -1,6 +1,6 @@
 # Stage `plan`: what the config will cost before it runs (posbias.plan). `snakemake plan` needs only the
-# data, the first-stage runs and the tokenizers (tiny builds; HF ids from the local cache, else the rule
-# of thumb), and writes per rule family and model the jobs, model loads, windows, model calls, prompt
+# data, the first-stage runs and the tokenizers (tiny builds; HF ids from the local cache, else the real
+# tokenizer of the model's family from posbias.standins, else the rule of thumb), and writes per rule family and model the jobs, model loads, windows, model calls, prompt
 # tokens and device-hours. After a run, `plan_check` (part of `report`) puts the plan beside the cost
 # files the jobs wrote.
 

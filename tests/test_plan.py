@@ -129,7 +129,7 @@ def test_throughput_rows_scale_with_size_and_hours_add_up(tmp_path):
          {"family": "rerank", "model": "sim", "job": "a", "windows": 1000, "calls": 1000, "prompt_tokens": 0,
           "calls_exact": True, "tokens_exact": True},
          {"family": "train", "model": "lm", "job": "lm", "windows": 100, "calls": 100, "prompt_tokens": 9000,
-          "calls_exact": False, "tokens_exact": False}])
+          "calls_exact": False, "tokens_exact": False}]).with_columns(tokenizer=pl.lit("own"))
     timed = plan.with_seconds(orders, cfg)
     assert timed["model_seconds"].to_list() == pytest.approx([10 * 0.5 + 5.0, 10 * 0.5 + 5.0, 1.0, 36.0])
     summary = {(r["family"], r["model"]): r for r in plan.summary(timed, cfg).to_dicts()}

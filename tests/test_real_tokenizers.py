@@ -206,3 +206,126 @@ def test_a_training_example_fits_the_context_with_its_whole_answer(tokenizers, d
     assert len(example["input_ids"]) <= 900 and example["truncated"] > 0
     answer = tok.decode(example["input_ids"][position + 1:], skip_special_tokens=True)
     assert answer.replace(" ", "") == target_text(dl19.doc_ids, dl19.doc_ids).replace(" ", "")
+
+
+@pytest.mark.parametrize(("name", "hf_id", "mode", "style", "debias"), [
+    ("zephyr", "HuggingFaceH4/zephyr-7b-beta", "first", "letters", "none"),
+    ("zephyr", "castorini/rank_zephyr_7b_v1_full", "generation", "numbers", "capcal"),
+    ("qwen2.5", "Qwen/Qwen2.5-7B-Instruct", "generation", "numbers", "capcal"),
+    ("qwen3", "Qwen/Qwen3-0.6B", "first", "letters", "capcal"),
+    ("qwen3", "Qwen/Qwen3-4B", "grades", "letters", "none"),
+])
+def test_the_plan_counts_a_preset_model_off_disk_with_its_familys_real_tokenizer(built, dl19, name, hf_id, mode,
+                                                                                style, debias):
+    """A preset's HF id that is not on disk is counted with the stand-in of its family: the same calls
+    and tokens as counting with that tokenizer's folder on disk, marked an estimate and named. Before,
+    the rule of thumb took "10" … "20" for one token each: sequential CapCal with numeric identifiers
+    (capcal.yaml's ``*-numbers``) was planned without the extra forward pass a two-token number takes."""
+    from posbias import config, debiasing, plan
+    from posbias.rerank import Candidates, rerank
+
+    entry = {**config.model_defaults("causal_lm"), "kind": "causal_lm", "mode": mode, "identifiers": style}
+    cfg = {"seed": 0, "models": {"hub": {**entry, "path": hf_id}, "disk": {**entry, "path": str(built[name])}}}
+    lists = [Candidates(str(dl19.query_id), dl19.query, dl19.doc_ids, dict(zip(dl19.doc_ids, dl19.texts)))]
+    reranking = config.defaults("reranking")
+
+    def cost(counting):
+        reranker = debiasing.wrap(counting.reranker, debias, 0, debiasing.options(reranking, debias))
+        return rerank(reranker, lists, 20, 10, 4)[2].select("windows", "calls", "prompt_tokens")
+
+    standin = plan.counting_reranker(cfg, "hub", {}, 100, built[name].parent)
+    own = plan.counting_reranker(cfg, "disk", {}, 100, built[name].parent)
+    assert (standin.exact, own.exact) == (False, True)
+    assert standin.tokenizer == f"stand-in {name}: {standins.STANDINS[name].source}"
+    assert own.tokenizer == f"own ({built[name]})"
+    assert cost(standin).equals(cost(own))
+    with pytest.MonkeyPatch.context() as patch:  # the same id with no stand-in of its family: the rule of thumb
+        patch.setattr(standins, "for_model", lambda path: None)
+        thumb = plan.counting_reranker(cfg, "hub", {}, 100, built[name].parent)
+    assert thumb.tokenizer == plan.RULE_OF_THUMB and not thumb.exact
+    if style == "numbers":  # 10 … 20 are two tokens in both real tokenizers: one more pass each to read them
+        assert cost(standin)["calls"][0] > cost(thumb)["calls"][0]
+
+
+@pytest.mark.parametrize("name", CAUSAL)
+def test_a_generation_prompt_leaves_room_for_its_answer(built, dl19, name):
+    """A context too small for 20 DL19 passages at 100 words: the generation prompt is cut (counted in
+    the stats) so that it and the longest answer generate() may write fit max_context; sequential
+    CapCal's prompt leaves room for every step it appends. Before, the prompt alone was fitted."""
+    from posbias.rerankers.generation import max_new_tokens
+
+    gen = GenerationReranker(LMSpec(str(built[name]), identifiers="numbers", max_context=1200))
+    prompt = prompts.render(gen.tokenizer, dl19.query, dl19.texts, gen.spec.word_budget, 1200 - max_new_tokens(20),
+                            style=gen.spec.prompt, id_style="numbers")
+    result = gen.rank([dl19])[0]
+    assert result.stats["prompt_tokens"] == len(prompt.input_ids) <= 1200 - max_new_tokens(20)
+    assert gen.stats["truncated_passages"] == prompt.truncated > 0
+    from posbias.rerankers import generation
+
+    read, scores = [], generation.identifier_scores
+
+    def recording(model, tokenizer, encoded, paths, *args):  # the longest sequence each forward pass reads
+        read.append(max(len(e) for e in encoded) + max(len(p) - 1 for row in paths for p in row))
+        return scores(model, tokenizer, encoded, paths, *args)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(generation, "identifier_scores", recording)
+        before = gen.stats["truncated_passages"]
+        calibrated = gen.rank_calibrated([dl19], lambda real, empty: real, "[empty]")[0]
+    assert sorted(calibrated.order) == list(range(20)) and len(read) == 20
+    assert gen.stats["truncated_passages"] > before and max(read) <= 1200
+
+
+@pytest.mark.parametrize("name", CAUSAL)
+def test_capcals_content_free_prompt_is_read_where_the_tokenizer_puts_the_identifiers(built, dl19, name):
+    """CapCal's prior reads the same identifier paths after the content-free prompt (every passage the
+    configured placeholder): each is what the tokenizer produces after that prompt's end too."""
+    from posbias import config, debiasing
+
+    first = FirstReranker(LMSpec(str(built[name]), max_context=8192))
+    tok, placeholder = first.tokenizer, debiasing.placeholder(config.defaults("reranking")["capcal"])
+    empty = Window("", dl19.query, [""] * 20, [placeholder] * 20)
+    text = prompts.render(tok, dl19.query, empty.texts, first.spec.word_budget, first.spec.max_context,
+                          first.readout.prefix).text
+    encoded = first.encode(empty)
+    assert tok(text)["input_ids"] == encoded and placeholder in text
+    for ident, path in zip(prompts.identifiers(20, "letters"), first.paths):
+        ids = tok(text + f"{ident}] > [")["input_ids"]
+        assert ids[: len(encoded)] == encoded and tuple(ids[len(encoded):][: len(path)]) == path, ident
+    (p_real, p_empty, cost), = first.calibration_inputs([dl19], placeholder)
+    assert len(p_real) == len(p_empty) == 20 and cost["calls"] == 2 and p_real != p_empty
+
+
+@pytest.mark.parametrize("lora", [False, True], ids=["full", "lora"])
+@pytest.mark.parametrize("name", CAUSAL)
+def test_silver_labels_and_an_ocsft_step_on_real_tokenizers(built, dl19, tmp_path, name, lora):
+    """The silver stage with a Grades teacher on the stand-in (20 DL19 passages, windows of 10, the anchor
+    and 2 shuffled views), its OC-SFT instances, and one OC-SFT optimiser step with two views (full and
+    LoRA): every label in [0, 1], every passage of every view labelled once, a view's label the one the
+    scorer gives that window, and finite supervised and consistency terms."""
+    from posbias import silver
+    from posbias.data.collection import corpus_frame, queries_frame
+    from posbias.rerankers.grades import GradesScorer
+
+    qid = str(dl19.query_id)
+    short = [" ".join(t.split()[:30]) for t in dl19.texts]
+    corpus = corpus_frame(dl19.doc_ids, short)
+    queries = queries_frame([qid], [dl19.query])
+    first_stage = pl.DataFrame({"query_id": [qid] * 20, "doc_id": dl19.doc_ids, "rank": list(range(1, 21)),
+                                "score": [float(20 - i) for i in range(20)]})
+    teacher = GradesScorer(LMSpec(str(built[name]), max_context=8192), window=10)
+    labels, cost = silver.silver_labels(teacher, first_stage, queries, corpus, {}, 0, 20, 10, 2, None, 4)
+    assert labels.height == 60 and labels.group_by("view").agg(pl.col("doc_id").n_unique())["doc_id"].to_list() == [20] * 3
+    assert labels["score"].is_between(0, 1).all() and cost["windows"][0] == 6
+    anchor = labels.filter((pl.col("view") == 0) & (pl.col("window") == 0)).sort("slot")
+    window = Window(qid, dl19.query, anchor["doc_id"].to_list(),
+                    [short[dl19.doc_ids.index(d)] for d in anchor["doc_id"]])
+    assert np.allclose(teacher.rank([window])[0].scores, anchor["score"].to_list(), atol=1e-5)
+    instances = silver.instances(labels, queries, corpus, averaged=False)
+    assert instances.height == 2 and all(len(t) == 10 for t in instances["targets"])
+    extra = {"lora": {"r": 4, "alpha": 8, "dropout": 0.0, "target_modules": ["q_proj", "v_proj"]}} if lora else {}
+    spec = TrainSpec.create(method="ocsft", learning_rate=1e-3, max_steps=1, batch_size=2, grad_accum=1,
+                            save_steps=100, logging_steps=1, views=2, consistency=1.0, consistency_warmup=0,
+                            max_context=8192, **extra)
+    curve = train(str(built[name]), instances, spec, tmp_path / "work", tmp_path / "out")
+    assert curve.height == 1 and np.isfinite(curve["supervised_loss"][0]) and curve["consistency_loss"][0] > 0

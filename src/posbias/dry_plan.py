@@ -154,9 +154,15 @@ def readme_block(summaries: dict[str, tuple[pl.DataFrame, str]]) -> str:
     lines += ["", "| preset | shuffle seeds | device-hours of the shuffled orders | per shuffle seed |", "|---|---|---|---|"]
     for stem, (summary_, _, (hours, seeds)) in summaries.items():
         lines.append(f"| {stem} | {seeds} | {hours:,.0f} | {hours / max(seeds, 1):,.1f} |")
+    lines += ["", "| preset | tokens counted with | models |", "|---|---|---|"]
+    for stem, (summary_, _, _) in summaries.items():
+        by = summary_.group_by("tokenizer", maintain_order=True).agg(pl.col("model").n_unique())
+        lines += [f"| {stem} | {tokenizer} | {models} |" for tokenizer, models in by.iter_rows()]
     devices = sorted({device for _, device, _ in summaries.values()})
     lines += ["", f"Device-hours on {', '.join(devices)} (config/throughput.yaml); the shuffled orders' share "
-              "(their model time; loads are shared) is what a reading with fewer shuffles saves. Written by "
+              "(their model time; loads are shared) is what a reading with fewer shuffles saves. A model whose own "
+              "tokenizer is not in the local HF cache has its tokens counted by the real tokenizer of its family "
+              "(posbias.standins) or, failing one, the rule of thumb (the table above says which). Written by "
               "`python -m posbias.dry_plan --readme README.md config/paper/*.yaml`; a test checks it is current.",
               "", README_END]
     return "\n".join(lines)

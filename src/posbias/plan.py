@@ -17,8 +17,10 @@ scores. So the counts are exact wherever they do not depend on what the model an
   model returned its input order: calls exact, tokens estimated (``tokens_exact`` false);
 - generation: the decoding steps depend on the answer; calls are their bound, ``max_new_tokens`` per
   window (``calls_exact`` false);
-- a tokenizer not on disk (an HF id outside the local cache): tokens from
-  :class:`RuleOfThumbTokenizer` (``tokens_exact`` false);
+- a tokenizer not on disk (an HF id outside the local cache): tokens from the real tokenizer of its
+  family where :mod:`posbias.standins` has one (Mistral's SentencePiece for Zephyr-family ids, Qwen's
+  BPE for Qwen2/2.5/3 ids), else from :class:`RuleOfThumbTokenizer`; ``tokens_exact`` false either way
+  (the stand-in is not the checkpoint's own file), and the ``tokenizer`` column says which;
 - training: steps from the schedule, tokens from a sample of its instances (estimated).
 
 After a run, :func:`compare` puts the plan beside the ``*.cost.parquet`` the jobs wrote. Without the
@@ -33,6 +35,7 @@ import re
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import polars as pl
 import yaml
@@ -49,7 +52,9 @@ FAMILIES = ("rerank", "propensity_rerank", "silver_labels", "pool_design", "trai
 ORDER_SCHEMA = {"family": pl.String, "model": pl.String, "dataset": pl.String, "retriever": pl.String,
                 "debias": pl.String, "order": pl.String, "job": pl.String, "queries": pl.Int64,
                 "windows": pl.Int64, "calls": pl.Int64, "prompt_tokens": pl.Int64, "calls_exact": pl.Boolean,
-                "tokens_exact": pl.Boolean}
+                "tokens_exact": pl.Boolean, "tokenizer": pl.String}
+RULE_OF_THUMB = "rule of thumb (RuleOfThumbTokenizer)"  # the tokenizer column where no real one is at hand
+SIMULATED = "none (simulated)"
 WORKFLOW = Path(__file__).resolve().parents[2]  # the checkout: config/throughput.yaml ships there
 TRAIN_SAMPLE = 64  # training instances whose prompts are tokenised to estimate a training job's tokens
 
@@ -111,22 +116,38 @@ def tokenizer_source(config: dict, model: str) -> str:
     return model
 
 
-def counting_reranker(config: dict, model: str, grades: dict, word_budget: int | None, root: Path):
-    """(reranker, tokens exact) for ``model``: a tokenizer-only reranker for a causal LM (its own
-    tokenizer, or :class:`RuleOfThumbTokenizer` where that is not on disk), the reranker itself for a
-    simulated one."""
+class Counting(NamedTuple):
+    """A reranker that counts, whether its token counts are exact, and which tokenizer counts them."""
+
+    reranker: object
+    exact: bool
+    tokenizer: str
+
+
+def counting_reranker(config: dict, model: str, grades: dict, word_budget: int | None, root: Path) -> Counting:
+    """The counting reranker of ``model``: for a causal LM, a tokenizer-only reranker on its own
+    tokenizer (exact), or, where that is not on disk, on the real tokenizer of its family
+    (:func:`posbias.standins.for_model`) or else :class:`RuleOfThumbTokenizer` (both estimates); for a
+    simulated model, the reranker itself."""
+    from posbias import standins
     from posbias.rerankers.lm import LMSpec, load
 
     spec = config["models"][model]
     if spec["kind"] == "simulated":
-        return rerankers.build(spec, None, grades, config["seed"], "cpu", word_budget), True
+        return Counting(rerankers.build(spec, None, grades, config["seed"], "cpu", word_budget), True, SIMULATED)
     path = _model_path(config, tokenizer_source(config, model), root)
     try:
         tokenizer, _ = load(LMSpec(path, trust_remote_code=spec["trust_remote_code"]), with_model=False)
-        exact = True
+        exact, label = True, f"own ({path})"
     except PosbiasError:
-        tokenizer, exact = RuleOfThumbTokenizer(), False
-    return rerankers.build(spec, path, grades, config["seed"], "cpu", word_budget, loaded=(tokenizer, None)), exact
+        name = standins.for_model(path)
+        if name is None:
+            tokenizer, exact, label = RuleOfThumbTokenizer(), False, RULE_OF_THUMB
+        else:
+            tokenizer = standins.tokenizer(name)
+            exact, label = False, f"stand-in {name}: {standins.STANDINS[name].source}"
+    built = rerankers.build(spec, path, grades, config["seed"], "cpu", word_budget, loaded=(tokenizer, None))
+    return Counting(built, exact, label)
 
 
 def _model_path(config: dict, model: str, root: Path) -> str:
@@ -189,12 +210,15 @@ class _Data:
 
 
 def _row(family: str, model: str, dataset: str, retriever: str, debias: str, order: str, job: str, queries: int,
-         cost: pl.DataFrame, calls_exact: bool, tokens_exact: bool, scale: float = 1.0) -> dict:
-    """A plan row; ``scale`` (stand-ins: real queries per stand-in query) multiplies the counts."""
+         cost: pl.DataFrame, calls_exact: bool, counting: Counting, scale: float = 1.0,
+         tokens_exact: bool = True) -> dict:
+    """A plan row; ``scale`` (stand-ins: real queries per stand-in query) multiplies the counts; the
+    tokens are exact where ``tokens_exact`` (the order's own reason) and ``counting``'s tokenizer allow."""
     return {"family": family, "model": model, "dataset": dataset, "retriever": retriever, "debias": debias,
             "order": order, "job": job, "queries": round(queries * scale), "windows": round(cost["windows"].sum() * scale),
             "calls": round(cost["calls"].sum() * scale), "prompt_tokens": round(cost["prompt_tokens"].sum() * scale),
-            "calls_exact": calls_exact and scale == 1, "tokens_exact": tokens_exact and scale == 1}
+            "calls_exact": calls_exact and scale == 1, "tokens_exact": tokens_exact and counting.exact and scale == 1,
+            "tokenizer": counting.tokenizer}
 
 
 def _unit(dataset: str, cap: int | None = None) -> float:
@@ -215,7 +239,8 @@ def plan_rerank(config: dict, root: Path, scale=_unit) -> list[dict]:
         exp = data.experiment(d, r)
         if (m, d) not in built:
             built[(m, d)] = counting_reranker(config, m, exp.grades, settings.get("word_budget"), root)
-        base, tokens_exact = built[(m, d)]
+        counting = built[(m, d)]
+        base = counting.reranker
         for name in names:
             shown, _, _, cost = rerank_order(base, name, debias, settings, config["seed"], exp,
                                              config["models"][m]["batch_size"])
@@ -225,8 +250,8 @@ def plan_rerank(config: dict, root: Path, scale=_unit) -> list[dict]:
                                                for c in shown.lists)
             reads_tokens = config["models"][m]["kind"] == "causal_lm"
             out.append(_row("rerank", m, d, r, debias, name, f"{d}/{r}/{debias}.{part}", len(shown.lists), cost,
-                            not _generation(config, m), tokens_exact and (one_window or not reads_tokens),
-                            scale(d, settings["queries"])))
+                            not _generation(config, m), counting, scale(d, settings["queries"]),
+                            one_window or not reads_tokens))
     return out
 
 
@@ -239,11 +264,11 @@ def plan_propensity(config: dict, root: Path, scale=_unit) -> list[dict]:
     sampled = propensity.samples(exp.first_stage, prop["queries"], prop["k"], prop["shuffles"], config["seed"])
     lists = propensity.sample_lists(sampled, dict(exp.queries.select("query_id", "text").iter_rows()),
                                     passage_texts(exp.corpus))
-    reranker, exact = counting_reranker(config, prop["model"], exp.grades, config["reranking"]["word_budget"], root)
-    _, _, cost = rerank(reranker, lists, window=prop["k"], step=prop["k"],
+    counting = counting_reranker(config, prop["model"], exp.grades, config["reranking"]["word_budget"], root)
+    _, _, cost = rerank(counting.reranker, lists, window=prop["k"], step=prop["k"],
                         batch_size=config["models"][prop["model"]]["batch_size"])
     return [_row("propensity_rerank", prop["model"], prop["dataset"], prop["retriever"], "none", "propensity",
-                 "propensity", sampled["query_id"].n_unique(), cost, not _generation(config, prop["model"]), exact,
+                 "propensity", sampled["query_id"].n_unique(), cost, not _generation(config, prop["model"]), counting,
                  scale(prop["dataset"], prop["queries"]))]
 
 
@@ -259,13 +284,13 @@ def plan_silver(config: dict, root: Path, scale=_unit) -> list[dict]:
             continue
         seen.add((run["data"], teacher, shuffles))
         exp = data.experiment(run["data"], pbconfig.silver_retriever(config, run["data"]))
-        reranker, exact = counting_reranker(config, teacher, exp.grades, config["reranking"]["word_budget"], root)
-        _, cost = silver.silver_labels(reranker, exp.first_stage, exp.queries, exp.corpus, exp.grades, config["seed"],
+        counting = counting_reranker(config, teacher, exp.grades, config["reranking"]["word_budget"], root)
+        _, cost = silver.silver_labels(counting.reranker, exp.first_stage, exp.queries, exp.corpus, exp.grades, config["seed"],
                                        oc["depth"], pbconfig.silver_window(config, run["data"]), shuffles, oc.get("queries"),
                                        config["models"][teacher]["batch_size"])
         out.append(_row("silver_labels", teacher, run["data"], pbconfig.silver_retriever(config, run["data"]), "none",
                         f"t{shuffles}",
-                        f"{run['data']}/t{shuffles}", cost["query_id"].n_unique(), cost, True, exact,
+                        f"{run['data']}/t{shuffles}", cost["query_id"].n_unique(), cost, True, counting,
                         scale(run["data"], oc.get("queries"))))
     return out
 
@@ -278,9 +303,9 @@ def plan_pool(config: dict, root: Path, scale=_unit) -> list[dict]:
         exp = data.experiment(d, r)
         lists, cells, _ = pool.layout(exp.first_stage, exp.queries, exp.corpus, exp.grades, settings,
                                       config["models"][m]["grade_window"], config["seed"])
-        reranker, exact = counting_reranker(config, m, exp.grades, config["reranking"]["word_budget"], root)
-        _, cost = pool.score(reranker, lists, cells, config["models"][m]["batch_size"])
-        out.append(_row("pool_design", m, d, r, "none", "pool", f"{d}/{r}", cost.height, cost, True, exact,
+        counting = counting_reranker(config, m, exp.grades, config["reranking"]["word_budget"], root)
+        _, cost = pool.score(counting.reranker, lists, cells, config["models"][m]["batch_size"])
+        out.append(_row("pool_design", m, d, r, "none", "pool", f"{d}/{r}", cost.height, cost, True, counting,
                         scale(d, settings.get("queries"))))
     return out
 
@@ -312,12 +337,12 @@ def plan_train(config: dict, root: Path, scale=_unit) -> list[dict]:
             grades = {}
         steps = hyper["max_steps"] if hyper["max_steps"] > 0 else math.ceil(hyper["epochs"] * n_instances / per_step)
         lists = steps * per_step
-        reranker, _ = counting_reranker(config, run["base_model"], grades, config["reranking"]["word_budget"], root)
-        tokens = [r.stats["prompt_tokens"] for r in reranker.rank(sample)] if sample else [0]
+        counting = counting_reranker(config, run["base_model"], grades, config["reranking"]["word_budget"], root)
+        tokens = [r.stats["prompt_tokens"] for r in counting.reranker.rank(sample)] if sample else [0]
         out.append({"family": "train", "model": name, "dataset": run["data"], "retriever": "", "debias": "",
                     "order": "", "job": name, "queries": round(n_instances), "windows": lists, "calls": lists,
                     "prompt_tokens": round(lists * sum(tokens) / len(tokens)), "calls_exact": False,
-                    "tokens_exact": False})
+                    "tokens_exact": False, "tokenizer": counting.tokenizer})
     return out
 
 
@@ -436,12 +461,18 @@ def summary(orders_: pl.DataFrame, config: dict) -> pl.DataFrame:
                     "model_loads": jobs, "windows": int(part["windows"].sum()), "calls": int(part["calls"].sum()),
                     "prompt_tokens": int(part["prompt_tokens"].sum()), "calls_exact": bool(part["calls_exact"].all()),
                     "tokens_exact": bool(part["tokens_exact"].all()), "device_hours": device_seconds / 3600,
-                    "throughput": part["throughput"][0]})
+                    "throughput": part["throughput"][0], "tokenizer": part["tokenizer"][0]})
     return pl.DataFrame(out, schema={"family": pl.String, "model": pl.String, "params_b": pl.Float64,
                                      "jobs": pl.Int64, "model_loads": pl.Int64, "windows": pl.Int64,
                                      "calls": pl.Int64, "prompt_tokens": pl.Int64, "calls_exact": pl.Boolean,
                                      "tokens_exact": pl.Boolean, "device_hours": pl.Float64,
-                                     "throughput": pl.String})
+                                     "throughput": pl.String, "tokenizer": pl.String})
+
+
+def tokenizers(summary_: pl.DataFrame) -> str:
+    """Which tokenizer counted each model's tokens, in words: "tokenizer (model, model); …"."""
+    by = summary_.group_by("tokenizer", maintain_order=True).agg(pl.col("model").unique(maintain_order=True))
+    return "; ".join(f"{t} ({', '.join(models)})" for t, models in by.iter_rows())
 
 
 def _hours(value: float) -> str:
@@ -473,9 +504,10 @@ def table(summary_: pl.DataFrame, device: str):
              "tokens / tokens per second (training: tokens × train_factor, shared by its GPUs, each loading the "
              "model). A ~ marks an estimate: "
              "sliding windows after the first (their passages depend on the model's answers), generation "
-             "(decoding steps bounded by max_new_tokens), a tokenizer not on disk (the rule of thumb of "
-             "RuleOfThumbTokenizer), training (steps × lists per step × sampled tokens per list). Throughput rows: "
-             + "; ".join(summary_["throughput"].unique(maintain_order=True)) + ".")
+             "(decoding steps bounded by max_new_tokens), a tokenizer not on disk (counted with the real tokenizer "
+             "of its family, posbias.standins, or the rule of thumb of RuleOfThumbTokenizer), training (steps × "
+             "lists per step × sampled tokens per list). Tokens counted with: " + tokenizers(summary_)
+             + ". Throughput rows: " + "; ".join(summary_["throughput"].unique(maintain_order=True)) + ".")
     return Table(summary_, pl.DataFrame(rows), notes)
 
 

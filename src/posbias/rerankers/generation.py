@@ -69,8 +69,9 @@ class GenerationReranker(Reranker):
         import torch
 
         encoded = []
-        for w in windows:
-            prompt = render(self.tokenizer, w.query, w.texts, self.spec.word_budget, self.spec.max_context,
+        for w in windows:  # the prompt leaves room in the context for the longest answer generate() may write
+            prompt = render(self.tokenizer, w.query, w.texts, self.spec.word_budget,
+                            self.spec.max_context - max_new_tokens(len(w.doc_ids)),
                             style=self.spec.prompt, id_style=self.spec.identifiers)
             self.stats["truncated_passages"] += prompt.truncated
             encoded.append(prompt.input_ids or self.tokenizer(prompt.text, add_special_tokens=True)["input_ids"])
@@ -129,7 +130,8 @@ class GenerationReranker(Reranker):
         results = []
         for w in windows:
             n = len(w.doc_ids)
-            prompts = [render(self.tokenizer, w.query, texts, self.spec.word_budget, self.spec.max_context,
+            answer = sum(len(steps[i]) for i in range(n))  # room for the whole answer the steps append
+            prompts = [render(self.tokenizer, w.query, texts, self.spec.word_budget, self.spec.max_context - answer,
                               self.readout.prefix,
                               style=self.spec.prompt, id_style=self.spec.identifiers)
                        for texts in (w.texts, [placeholder] * n)]
