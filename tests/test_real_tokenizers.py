@@ -28,7 +28,7 @@ CAUSAL = ("zephyr", "qwen2.5", "qwen3")
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     root = tmp_path_factory.mktemp("standins")
-    return {name: standins.build(name, root / name, with_model=name != "bert") for name in standins.STANDINS}
+    return {name: standins.build(name, root / name, with_model=True) for name in standins.STANDINS}
 
 
 @pytest.fixture(scope="module")
@@ -329,3 +329,21 @@ def test_silver_labels_and_an_ocsft_step_on_real_tokenizers(built, dl19, tmp_pat
                             max_context=8192, **extra)
     curve = train(str(built[name]), instances, spec, tmp_path / "work", tmp_path / "out")
     assert curve.height == 1 and np.isfinite(curve["supervised_loss"][0]) and curve["consistency_loss"][0] > 0
+
+
+def test_splade_encodes_and_searches_dl19_with_berts_wordpiece(built, dl19, tokenizers, tmp_path):
+    """SPLADE++'s path (pyserini's document and query encoders, a Lucene impact index) on the BERT
+    stand-in (``BertForMaskedLM`` with the 30,522 uncased WordPiece pieces): every impact term is a piece
+    of that vocabulary, and the DL19 query finds the indexed passages."""
+    from posbias.data.collection import corpus_frame, queries_frame
+    from posbias.retrieval import splade
+
+    corpus = corpus_frame(dl19.doc_ids, dl19.texts)
+    vocab = tokenizers["bert"].get_vocab()
+    impacts = dict(splade._encode(corpus, str(built["bert"]), 4, 256, "cpu"))
+    assert set(impacts) == set(dl19.doc_ids) and all(impacts.values())
+    assert all(term in vocab for vec in impacts.values() for term in vec)
+    splade.build_index(corpus, tmp_path / "spl", str(built["bert"]), 4, 256, "cpu", 1)
+    run, empty = splade.search(tmp_path / "spl", queries_frame([dl19.query_id], [dl19.query]), 10,
+                               str(built["bert"]), "cpu", 1)
+    assert not empty and run.height == 10 and set(run["doc_id"]) <= set(dl19.doc_ids)
