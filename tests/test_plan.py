@@ -110,6 +110,40 @@ def test_rule_of_thumb_tokenizer_known_answers():
     assert len(reads) == 2 and max(reads) < len(ids)
 
 
+def test_a_plans_memoised_tokenizer_gives_the_wrapped_tokenizers_ids():
+    """The plan's MemoTokenizer: the real tokenizer's ids for a plain call, tokenised once per text and
+    special-token setting; a caller's edit of the ids does not reach the memo; other calls and
+    attributes are the wrapped tokenizer's."""
+    from posbias import standins
+
+    class Spy:
+        def __init__(self, tokenizer):
+            self.tokenizer, self.calls = tokenizer, 0
+
+        def __call__(self, text, **kwargs):
+            self.calls += 1
+            return self.tokenizer(text, **kwargs)
+
+        def __getattr__(self, name):
+            return getattr(self.tokenizer, name)
+
+    real = standins.tokenizer("qwen3")
+    memo = plan.MemoTokenizer(Spy(real))
+    text = "<|im_start|>user\n[A] the first passage\n[B] the second<|im_end|>\n<|im_start|>assistant\n["
+    expected = real(text, add_special_tokens=True)["input_ids"]
+    memo(text)["input_ids"].append(-1)
+    assert memo(text, add_special_tokens=True)["input_ids"] == expected and memo.calls == 1
+    assert memo(text, add_special_tokens=False)["input_ids"] == real(text, add_special_tokens=False)["input_ids"]
+    assert memo.calls == 2
+    batch = memo([text, "short"], add_special_tokens=True, padding=True)
+    assert len(batch["input_ids"][1]) == len(expected) and memo.calls == 3
+    side = real.padding_side
+    direct = plan.MemoTokenizer(real)
+    direct.padding_side = "left" if side == "right" else "right"  # set on the wrapped tokenizer, as a loader does
+    assert real.padding_side != side and direct.chat_template == real.chat_template
+    real.padding_side = side
+
+
 def test_throughput_rows_scale_with_size_and_hours_add_up(tmp_path):
     rows = [plan.Throughput(1.0, 1000.0, 0.01, 0.0, 5.0, "a"), plan.Throughput(8.0, 200.0, 0.02, 0.0, 20.0, "b")]
     assert plan.throughput_for(rows, 1.0) == rows[0]

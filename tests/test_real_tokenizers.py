@@ -238,7 +238,11 @@ def test_the_plan_counts_a_preset_model_off_disk_with_its_familys_real_tokenizer
     assert (standin.exact, own.exact) == (False, True)
     assert standin.tokenizer == f"stand-in {name}: {standins.STANDINS[name].source}"
     assert own.tokenizer == f"own ({built[name]})"
-    assert cost(standin).equals(cost(own))
+    expected = cost(own)  # a reranker's first cost (CapCal keeps its prior for the next)
+    assert cost(standin).equals(expected)
+    shared: dict = {}  # a plan's tokenizers: one memoised tokenizer for every model of the family, same counts
+    first, again = (plan.counting_reranker(cfg, "hub", {}, 100, built[name].parent, shared) for _ in range(2))
+    assert list(shared) == [standin.tokenizer] and cost(first).equals(expected) and cost(again).equals(expected)
     with pytest.MonkeyPatch.context() as patch:  # the same id with no stand-in of its family: the rule of thumb
         patch.setattr(standins, "for_model", lambda path: None)
         thumb = plan.counting_reranker(cfg, "hub", {}, 100, built[name].parent)

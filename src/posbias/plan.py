@@ -30,9 +30,11 @@ data (a dry environment), :mod:`posbias.dry_plan` plans on stand-ins.
 from __future__ import annotations
 
 import functools
+import hashlib
 import math
 import re
 import zlib
+from array import array
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -92,6 +94,34 @@ class RuleOfThumbTokenizer:
         return [str(i) for i in ids]
 
 
+class MemoTokenizer:
+    """A tokenizer whose plain calls, ``tokenizer(text, add_special_tokens=…)["input_ids"]`` (the only
+    form the prompt code uses), are memoised by the text's digest; any other call and every attribute
+    are the wrapped tokenizer's. A plan renders the same prompts for every model of a tokenizer family
+    (a preset's trained variants and model sizes read the same windows), and tokenising them again was
+    most of a preset's dry plan. One lives as long as one :func:`plan_orders`."""
+
+    def __init__(self, tokenizer):
+        object.__setattr__(self, "_tokenizer", tokenizer)
+        object.__setattr__(self, "_memo", {})
+
+    def __call__(self, text, add_special_tokens: bool = True, **kwargs):
+        if kwargs or not isinstance(text, str):
+            return self._tokenizer(text, add_special_tokens=add_special_tokens, **kwargs)
+        key = (hashlib.blake2b(text.encode(), digest_size=16).digest(), add_special_tokens)
+        ids = self._memo.get(key)
+        if ids is None:  # kept as a compact int array: a preset has tens of thousands of ~2k-token prompts
+            ids = array("l", self._tokenizer(text, add_special_tokens=add_special_tokens)["input_ids"])
+            self._memo[key] = ids
+        return {"input_ids": ids.tolist()}
+
+    def __getattr__(self, name: str):
+        return getattr(self._tokenizer, name)
+
+    def __setattr__(self, name: str, value) -> None:
+        setattr(self._tokenizer, name, value)
+
+
 # what the stability and decisions stages alone read of the ocsft section (not the plan)
 _STABILITY_ONLY = ("bsc_k", "presentations", "grid_points", "dev")
 
@@ -124,11 +154,13 @@ class Counting(NamedTuple):
     tokenizer: str
 
 
-def counting_reranker(config: dict, model: str, grades: dict, word_budget: int | None, root: Path) -> Counting:
+def counting_reranker(config: dict, model: str, grades: dict, word_budget: int | None, root: Path,
+                      tokenizers: dict | None = None) -> Counting:
     """The counting reranker of ``model``: for a causal LM, a tokenizer-only reranker on its own
     tokenizer (exact), or, where that is not on disk, on the real tokenizer of its family
     (:func:`posbias.standins.for_model`) or else :class:`RuleOfThumbTokenizer` (both estimates); for a
-    simulated model, the reranker itself."""
+    simulated model, the reranker itself. ``tokenizers`` (a plan's, by what the ``tokenizer`` column
+    says) holds each tokenizer once, memoised (:class:`MemoTokenizer`), for every model that uses it."""
     from posbias import standins
     from posbias.rerankers.lm import LMSpec, load
 
@@ -136,16 +168,22 @@ def counting_reranker(config: dict, model: str, grades: dict, word_budget: int |
     if spec["kind"] == "simulated":
         return Counting(rerankers.build(spec, None, grades, config["seed"], "cpu", word_budget), True, SIMULATED)
     path = _model_path(config, tokenizer_source(config, model), root)
-    try:
-        tokenizer, _ = load(LMSpec(path, trust_remote_code=spec["trust_remote_code"]), with_model=False)
-        exact, label = True, f"own ({path})"
-    except PosbiasError:
-        name = standins.for_model(path)
-        if name is None:
-            tokenizer, exact, label = RuleOfThumbTokenizer(), False, RULE_OF_THUMB
-        else:
-            tokenizer = standins.tokenizer(name)
-            exact, label = False, f"stand-in {name}: {standins.STANDINS[name].source}"
+    tokenizers = {} if tokenizers is None else tokenizers
+    own = f"own ({path})"
+    if own in tokenizers:
+        tokenizer, exact, label = tokenizers[own], True, own
+    else:
+        try:
+            tokenizer, _ = load(LMSpec(path, trust_remote_code=spec["trust_remote_code"]), with_model=False)
+            exact, label = True, own
+        except PosbiasError:
+            name = standins.for_model(path)
+            if name is None:
+                tokenizer, exact, label = RuleOfThumbTokenizer(), False, RULE_OF_THUMB
+            else:
+                tokenizer = standins.tokenizer(name)
+                exact, label = False, f"stand-in {name}: {standins.STANDINS[name].source}"
+        tokenizer = tokenizers.setdefault(label, MemoTokenizer(tokenizer))
     built = rerankers.build(spec, path, grades, config["seed"], "cpu", word_budget, loaded=(tokenizer, None))
     return Counting(built, exact, label)
 
@@ -231,14 +269,14 @@ def _generation(config: dict, model: str) -> bool:
     return spec["kind"] == "causal_lm" and spec["mode"] == "generation"
 
 
-def plan_rerank(config: dict, root: Path, scale=_unit) -> list[dict]:
+def plan_rerank(config: dict, root: Path, scale=_unit, tokenizers: dict | None = None) -> list[dict]:
     """One row per rerank job order: the windows, calls and prompt tokens it will spend."""
     data, out, built = _Data(root), [], {}
     for (m, d, r, debias, part), names in pbconfig.rerank_batches(config).items():
         settings = pbconfig.rerank_settings(config, m, d, r, debias, part)
         exp = data.experiment(d, r)
         if (m, d) not in built:
-            built[(m, d)] = counting_reranker(config, m, exp.grades, settings.get("word_budget"), root)
+            built[(m, d)] = counting_reranker(config, m, exp.grades, settings.get("word_budget"), root, tokenizers)
         counting = built[(m, d)]
         base = counting.reranker
         for name in names:
@@ -255,7 +293,7 @@ def plan_rerank(config: dict, root: Path, scale=_unit) -> list[dict]:
     return out
 
 
-def plan_propensity(config: dict, root: Path, scale=_unit) -> list[dict]:
+def plan_propensity(config: dict, root: Path, scale=_unit, tokenizers: dict | None = None) -> list[dict]:
     """The propensity_rerank job: every sampled shuffle of every sampled query, one window each."""
     prop = config.get("propensity", {})
     if not prop.get("model"):
@@ -264,7 +302,8 @@ def plan_propensity(config: dict, root: Path, scale=_unit) -> list[dict]:
     sampled = propensity.samples(exp.first_stage, prop["queries"], prop["k"], prop["shuffles"], config["seed"])
     lists = propensity.sample_lists(sampled, dict(exp.queries.select("query_id", "text").iter_rows()),
                                     passage_texts(exp.corpus))
-    counting = counting_reranker(config, prop["model"], exp.grades, config["reranking"]["word_budget"], root)
+    counting = counting_reranker(config, prop["model"], exp.grades, config["reranking"]["word_budget"], root,
+                                 tokenizers)
     _, _, cost = rerank(counting.reranker, lists, window=prop["k"], step=prop["k"],
                         batch_size=config["models"][prop["model"]]["batch_size"])
     return [_row("propensity_rerank", prop["model"], prop["dataset"], prop["retriever"], "none", "propensity",
@@ -272,7 +311,7 @@ def plan_propensity(config: dict, root: Path, scale=_unit) -> list[dict]:
                  scale(prop["dataset"], prop["queries"]))]
 
 
-def plan_silver(config: dict, root: Path, scale=_unit) -> list[dict]:
+def plan_silver(config: dict, root: Path, scale=_unit, tokenizers: dict | None = None) -> list[dict]:
     """The silver_labels jobs with a model teacher: view 0 and T shuffles of each training query."""
     out, seen, data = [], set(), _Data(root)
     oc = config["ocsft"]
@@ -284,7 +323,8 @@ def plan_silver(config: dict, root: Path, scale=_unit) -> list[dict]:
             continue
         seen.add((run["data"], teacher, shuffles))
         exp = data.experiment(run["data"], pbconfig.silver_retriever(config, run["data"]))
-        counting = counting_reranker(config, teacher, exp.grades, config["reranking"]["word_budget"], root)
+        counting = counting_reranker(config, teacher, exp.grades, config["reranking"]["word_budget"], root,
+                                     tokenizers)
         _, cost = silver.silver_labels(counting.reranker, exp.first_stage, exp.queries, exp.corpus, exp.grades, config["seed"],
                                        oc["depth"], pbconfig.silver_window(config, run["data"]), shuffles, oc.get("queries"),
                                        config["models"][teacher]["batch_size"])
@@ -295,7 +335,7 @@ def plan_silver(config: dict, root: Path, scale=_unit) -> list[dict]:
     return out
 
 
-def plan_pool(config: dict, root: Path, scale=_unit) -> list[dict]:
+def plan_pool(config: dict, root: Path, scale=_unit, tokenizers: dict | None = None) -> list[dict]:
     """The pool_design jobs: each scorer's ``pools`` × ``orders`` windows per query of the pool design
     (:func:`posbias.pool.layout`, the job's own code), scored by the counting model."""
     out, data, settings = [], _Data(root), config["ocsft"]["pool"]
@@ -303,14 +343,14 @@ def plan_pool(config: dict, root: Path, scale=_unit) -> list[dict]:
         exp = data.experiment(d, r)
         lists, cells, _ = pool.layout(exp.first_stage, exp.queries, exp.corpus, exp.grades, settings,
                                       config["models"][m]["grade_window"], config["seed"])
-        counting = counting_reranker(config, m, exp.grades, config["reranking"]["word_budget"], root)
+        counting = counting_reranker(config, m, exp.grades, config["reranking"]["word_budget"], root, tokenizers)
         _, cost = pool.score(counting.reranker, lists, cells, config["models"][m]["batch_size"])
         out.append(_row("pool_design", m, d, r, "none", "pool", f"{d}/{r}", cost.height, cost, True, counting,
                         scale(d, settings.get("queries"))))
     return out
 
 
-def plan_train(config: dict, root: Path, scale=_unit) -> list[dict]:
+def plan_train(config: dict, root: Path, scale=_unit, tokenizers: dict | None = None) -> list[dict]:
     """Each train job: optimiser steps × lists per step, and its prompt tokens from a sample of its
     instances (listwise: the training set's lists as First prompts; pointwise: the first window of
     training queries as Grades prompts). Estimates: ``calls`` counts training lists, not forward passes."""
@@ -337,7 +377,8 @@ def plan_train(config: dict, root: Path, scale=_unit) -> list[dict]:
             grades = {}
         steps = hyper["max_steps"] if hyper["max_steps"] > 0 else math.ceil(hyper["epochs"] * n_instances / per_step)
         lists = steps * per_step
-        counting = counting_reranker(config, run["base_model"], grades, config["reranking"]["word_budget"], root)
+        counting = counting_reranker(config, run["base_model"], grades, config["reranking"]["word_budget"], root,
+                                     tokenizers)
         tokens = [r.stats["prompt_tokens"] for r in counting.reranker.rank(sample)] if sample else [0]
         out.append({"family": "train", "model": name, "dataset": run["data"], "retriever": "", "debias": "",
                     "order": "", "job": name, "queries": round(n_instances), "windows": lists, "calls": lists,
@@ -350,8 +391,9 @@ def plan_orders(config: dict, root: Path = Path("."), scale=_unit) -> pl.DataFra
     """Every planned job order of the config (schema ``ORDER_SCHEMA``), from the data and first-stage
     runs under ``root``; ``scale(dataset, cap)`` is the number of real queries each list stands for
     (1, except for :class:`posbias.dry_plan.StandIns`)."""
+    tokenizers: dict = {}  # each tokenizer loaded once and memoised for the whole plan (counting_reranker)
     rows = [row for part in (plan_rerank, plan_propensity, plan_silver, plan_pool, plan_train)
-            for row in part(config, root, scale)]
+            for row in part(config, root, scale, tokenizers)]
     return pl.DataFrame(rows, schema=ORDER_SCHEMA)
 
 

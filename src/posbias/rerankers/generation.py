@@ -62,6 +62,7 @@ class GenerationReranker(Reranker):
         self.tokenizer, self.model = loaded or load(spec)
         self.readout = readout(self.tokenizer, spec.prompt, spec.identifiers, len(IDENTIFIERS))
         self.paths = self.readout.paths
+        self._steps: list[tuple[int, ...]] | None = None  # step_tokens, read once (rank_calibrated)
         self.stats = {"forward_passes": 0, "prompt_tokens": 0, "generated_tokens": 0, "parse_failures": 0,
                       "missing_ids": 0, "truncated_passages": 0}
 
@@ -126,8 +127,9 @@ class GenerationReranker(Reranker):
         import numpy as np
         from scipy.special import softmax
 
-        steps = step_tokens(self.tokenizer, self.spec.prompt, self.spec.identifiers, len(IDENTIFIERS))
-        results = []
+        if self._steps is None:
+            self._steps = step_tokens(self.tokenizer, self.spec.prompt, self.spec.identifiers, len(IDENTIFIERS))
+        steps, results = self._steps, []
         for w in windows:
             n = len(w.doc_ids)
             answer = sum(len(steps[i]) for i in range(n))  # room for the whole answer the steps append
