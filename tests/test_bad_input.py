@@ -112,6 +112,12 @@ CASES = [
     ("hyper-string", "listwise", lambda c: _set(c, "training.t", {"method": "first", "base_model": "lm", "data": "mine",
                                                                   "hyper": {"learning_rate": "fast"}})
      and _set(c, "models.lm", {"kind": "causal_lm", "build": "tiny"}), {}, "learning_rate", "early"),
+    ("hyper-exponent-read-as-string", "listwise",
+     lambda c: _set(c, "training.t", {"method": "first", "base_model": "lm", "data": "mine",
+                                       "hyper": {"learning_rate": "1e-3"}})
+     and _set(c, "models.lm", {"kind": "causal_lm", "build": "tiny"}), {},
+     "training.t.hyper.learning_rate: '1e-3' is not of type 'number'; YAML reads 1e-3 as a string: write 1.0e-3",
+     "early"),
     ("unknown-method", "listwise", lambda c: _set(c, "training.t", {"method": "firsst", "base_model": "lm", "data": "mine"})
      and _set(c, "models.lm", {"kind": "causal_lm", "build": "tiny"}), {}, "training.t.method", "early"),
     ("train-on-unknown", "trec", lambda c: _set(c, "models.lm", {"kind": "causal_lm", "build": "tiny",

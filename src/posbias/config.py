@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import difflib
 import functools
+import re
 from pathlib import Path
 
 from posbias import consumers, debiasing, methods, orders
@@ -98,7 +99,24 @@ def explain(error) -> str:
         )
     if error.validator == "required":
         return f"config: {where} is missing a required key: {error.message} (see config/README.md)"
-    return f"config: {where}: {error.message} (see config/schema.yaml)"
+    hint = _yaml_number_hint(error)
+    return f"config: {where}: {error.message}{hint} (see config/schema.yaml)"
+
+
+_EXPONENT = re.compile(r"[-+]?\d+[eE][-+]?\d+")  # what YAML 1.1 leaves a string: no decimal point
+
+
+def _yaml_number_hint(error) -> str:
+    """Where a number was expected and YAML read a string such as ``1e-3`` (YAML 1.1, PyYAML's, reads
+    an exponent without a decimal point as a string): how to write it so it is read as a number."""
+    expected = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
+    text = error.instance
+    if error.validator != "type" or not isinstance(text, str) or not {"number", "integer"} & set(expected):
+        return ""
+    if not _EXPONENT.fullmatch(text.strip()):
+        return ""
+    mantissa, exponent = re.split("[eE]", text.strip())
+    return f"; YAML reads {text} as a string: write {mantissa}.0e{exponent}"
 
 
 def explain_config(config: dict, schema: dict) -> str | None:
