@@ -139,6 +139,8 @@ CASES = [
     ("topics-blank", "trec", None, {"topics.tsv": "\n  \n\n"}, "in/topics.tsv: the topics file has no topics", "job"),
     ("topics-empty-text", "trec", None, {"topics.tsv": "q1\t \nq2\tsecond\n"}, "in/topics.tsv:1: topic 'q1' has an empty text",
      "job"),
+    ("topics-extra-column", "trec", None, {"topics.tsv": "q1\tfirst query\tnarrative\nq2\tsecond\n"},
+     "in/topics.tsv:1: a topics line needs `qid<TAB>text`, found 3 tab-separated columns", "job"),
     ("topics-duplicate-id", "trec", None, {"topics.tsv": TOPICS + "q1\tagain\n"},
      "in/topics.tsv:3: topic id 'q1' occurs again (first at line 1)", "job"),
     ("topics-no-tab", "trec", None, {"topics.tsv": "q1 first query\n"}, "in/topics.tsv:1: a topics line needs `qid<TAB>text`",

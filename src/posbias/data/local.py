@@ -50,6 +50,9 @@ def read_topics(path: Path) -> tuple[list[str], list[str]]:
             cols = line.split("\t")
             if len(cols) < 2:
                 raise PosbiasError(f"{path}:{lineno}: a topics line needs `qid<TAB>text`, found {line[:60]!r}")
+            if len(cols) > 2:  # a column past the text would be dropped unseen (the corpus reader refuses it too)
+                raise PosbiasError(f"{path}:{lineno}: a topics line needs `qid<TAB>text`, found {len(cols)} "
+                                   "tab-separated columns; drop the extra columns or replace tabs in the text")
             ids.append(cols[0].strip())
             texts.append(cols[1].strip())
             linenos.append(lineno)
