@@ -115,6 +115,9 @@ def test_silver_labels_views_and_targets(coll):
     assert canonical["targets"].to_list() == averaged["targets"].to_list()  # qrels scores are order-free
     assert all(t in (0.0, 1 / 3, 2 / 3, 1.0) for ts in canonical["targets"] for t in ts)
     np.testing.assert_allclose(silver.slot_propensity(labels, 20), 1.0, atol=0.6)
+    junk = {q: {d: -2 for d in docs} for q, docs in grades.items()}  # TREC's junk grade: a 0 label, not -2/3
+    clipped, _ = silver.silver_labels("qrels", first, c.queries, c.corpus, junk, 7, depth=40, window=20, shuffles=0)
+    assert clipped["score"].min() == 0.0
     consistency = silver.label_consistency(labels)  # silver-β of an order-free teacher: its ties only
     assert consistency["label_sd"] == 0.0
     assert math.isnan(silver.label_consistency(labels.filter(pl.col("view") == 0))["tau_psi"])

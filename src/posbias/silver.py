@@ -8,7 +8,8 @@ a single-order student can learn and OC-SFT's penalty removes). Views 1 … T pr
 shuffles of the top-``depth`` (the ``shuffled-v`` orders of :mod:`posbias.orders`), re-chunked the
 same way. The teacher is any pointwise scorer (the Grades scorer, by default the student's own
 base model, i.e. self-distillation; or the simulated grader) or ``qrels`` (grade / 3, the embedded
-demo's teacher, order-free by construction).
+demo's teacher, order-free by construction; grades clipped to 0 … 3, so a negative grade, TREC's
+"junk" −2, is a 0 label as the evaluation counts it non-relevant).
 
 From the silver table the trainer takes:
 - :func:`instances`: the anchor windows (documents in anchor order) with their targets: the view-0
@@ -75,7 +76,7 @@ def silver_labels(teacher, first_stage: pl.DataFrame, queries: pl.DataFrame, cor
                         rows["view"].append(view)
                         rows["window"].append(w)
                         rows["slot"].append(slot)
-                        rows["score"].append(min(grades.get(c.query_id, {}).get(doc, 0), 3) / 3.0)
+                        rows["score"].append(min(max(grades.get(c.query_id, {}).get(doc, 0), 0), 3) / 3.0)
             continue
         if not teacher.pointwise or batch_size is None:
             raise ValueError("the silver-label teacher must be a pointwise scorer (mode grades) with a batch size, "
