@@ -7,6 +7,7 @@ from snakemake.exceptions import WorkflowError
 from posbias import config as pbconfig
 from posbias import consumers, debiasing, methods, orders, paper
 from posbias import plan as pbplan
+from posbias.errors import PosbiasError
 from posbias.models import resolve as resolve_model
 from posbias.provenance import ReportLine
 from posbias.rerank import ORDER_FILES
@@ -19,7 +20,8 @@ try:
     pbconfig.validate(config)  # config/schema.yaml, its defaults filled
     for skipped in pbconfig.prepare(config):
         print(f"posbias: dataset {skipped!r} is optional and its files are missing; skipped", file=sys.stderr)
-except ValueError as exc:
+    pbplan.check_throughput(config)  # before any job: a failed plan job would remove the last good plan
+except (ValueError, PosbiasError) as exc:
     raise WorkflowError(str(exc)) from None
 
 GRID = pbconfig.grid(config)

@@ -25,6 +25,8 @@ import pytest
 import yaml
 
 from posbias import config as pbconfig
+from posbias import plan as pbplan
+from posbias.errors import PosbiasError
 from tests.conftest import snakemake
 
 pytestmark = pytest.mark.workflow
@@ -53,6 +55,8 @@ DATASETS = {
     "beir": {"source": "beir", "path": "in/beir"},
     "listwise": {"source": "listwise", "path": "in/listwise.jsonl"},
 }
+THROUGHPUT = ("train_factor: 4\nsimulated: {call_s: 1.0e-4, source: test}\ndevices:\n  gpu:\n    rows:\n"
+              "      - {params_b: 7, prefill_tokens_per_s: 100, call_s: 0.5, decode_s: 0.1, load_s: 10, source: test}\n")
 SIM = {"kind": "simulated", "prior": "linear", "strength": 1.0}
 
 
@@ -133,6 +137,23 @@ CASES = [
      "uses numbers identifiers", "early"),
     ("old-config-version", "trec", lambda c: _set(c, "config_version", 1), {},
      "config_version 1: this workflow reads version 2; from 1 to 2 nothing was renamed", "early"),
+    ("experiment-unknown-dataset", "imported", lambda c: _set(c, "reranking.experiments.0.dataset", "nope")
+     and c["reranking"]["experiments"][0].pop("orders") and c, {},
+     "reranking.experiments[0].dataset 'nope' is not a datasets entry; use one of mine", "early"),
+    ("yaml-syntax", "trec", None, {}, "bad.yaml:15:1: not valid YAML (while parsing a flow sequence started at line 14; expected ',' or ']'", "early"),
+    # --- the compute plan's throughput table (read before any job, so a failed plan keeps the last plan)
+    ("throughput-negative-rate", "trec", lambda c: _set(c, "plan", {"throughput": "in/throughput.yaml", "device": "gpu"}),
+     {"throughput.yaml": THROUGHPUT.replace("prefill_tokens_per_s: 100", "prefill_tokens_per_s: -5")},
+     "in/throughput.yaml: devices.gpu.rows[0].prefill_tokens_per_s is -5, not a number > 0", "early"),
+    ("throughput-missing-rate", "trec", lambda c: _set(c, "plan", {"throughput": "in/throughput.yaml", "device": "gpu"}),
+     {"throughput.yaml": THROUGHPUT.replace(" decode_s: 0.1,", "")},
+     "in/throughput.yaml: devices.gpu.rows[0] needs exactly the keys params_b, prefill_tokens_per_s, call_s, decode_s, "
+     "load_s, source", "early"),
+    ("throughput-unknown-device", "trec", lambda c: _set(c, "plan", {"throughput": "in/throughput.yaml", "device": "tpu"}),
+     {"throughput.yaml": THROUGHPUT}, "in/throughput.yaml: plan.device 'tpu' has no entry under `devices` (gpu)", "early"),
+    ("throughput-exponent-string", "trec", lambda c: _set(c, "plan", {"throughput": "in/throughput.yaml", "device": "gpu"}),
+     {"throughput.yaml": THROUGHPUT.replace("call_s: 0.5, decode", "call_s: 1e-3, decode")},
+     "devices.gpu.rows[0].call_s is '1e-3', not a number ≥ 0; YAML reads 1e-3 as a string: write 1.0e-3", "early"),
     # --- topics
     ("topics-not-utf8", "trec", None, {"topics.tsv": b"q1\tcaf\xe9 query\nq2\tsecond\n"},
      "in/topics.tsv:1: byte 0xe9 at column 7 is not UTF-8", "job"),
@@ -162,6 +183,8 @@ CASES = [
     ("qrels-columns", "trec", None, {"qrels.txt": "q1 d1\n"}, "in/qrels.txt:1: a qrels line needs", "job"),
     ("qrels-directory", "trec", lambda c: _set(c, "datasets.mine.qrels", "in/beir"), {},
      "datasets.mine.qrels: qrels path in/beir is a directory, not a file", "early"),
+    ("qrels-docs-match-nothing", "trec", None, {"qrels.txt": "q1 0 x1 1\nq2 0 x2 2\n"},
+     "none of the 2 doc ids the qrels judge relevant is in the corpus (e.g. qrels doc 'x1', corpus doc 'd1')", "job"),
     ("qrels-not-utf8", "trec", None, {"qrels.txt": b"q1 0 d1 1\nq2 0 d\xff2 1\n"},
      "in/qrels.txt:2: byte 0xff at column 7 is not UTF-8", "job"),
     # --- corpus
@@ -201,6 +224,9 @@ CASES = [
      "in/run.json: record 0 hit 0 lacks ['content']", "job"),
     ("rank-llm-not-utf8", "rank_llm", None, {"run.json": b'[{"query": "caf\xe9", "hits": []}]'},
      "in/run.json:1: byte 0xe9 at column 16 is not UTF-8", "job"),
+    ("rank-llm-query-without-hits", "rank_llm", None,
+     {"run.json": json.dumps(HITS + [{"query": "second query", "hits": []}])},
+     "in/run.json: record 1 (query 'second query') and 0 more have no hits", "job"),
     # --- BEIR folders
     ("beir-no-split", "beir", lambda c: _set(c, "datasets.mine.split", "dev"), {},
      "has no qrels/dev.tsv (found ['test.tsv'])", "early"),
@@ -219,24 +245,35 @@ CASES = [
      {"listwise.jsonl": json.dumps({k: v for k, v in LISTWISE.items() if k != "ranking"}) + "\n"},
      "in/listwise.jsonl:1: a listwise instance needs `ranking`", "job"),
     ("listwise-empty", "listwise", None, {"listwise.jsonl": "\n"}, "in/listwise.jsonl: the listwise file has no instances", "job"),
+    ("listwise-repeated-passage", "listwise", None, {"listwise.jsonl": json.dumps({
+        **LISTWISE, "candidates": [{"docid": "d1", "text": "a"}, {"docid": "d1", "text": "a"}], "ranking": ["d1", "d1"]})
+        + "\n"}, "in/listwise.jsonl:1: doc id 'd1' is a candidate more than once", "job"),
+    ("listwise-more-candidates-than-identifiers", "listwise", None, {"listwise.jsonl": json.dumps({
+        **LISTWISE, "candidates": [{"docid": f"d{i}", "text": f"t{i}"} for i in range(21)],
+        "ranking": [f"d{i}" for i in range(21)]}) + "\n"},
+     "in/listwise.jsonl:1: 21 candidates, more than the 20 identifiers [A]…[T] of a First prompt", "job"),
     # --- model specs and data-dependent settings (the reranking job)
     ("relevant-grade-above-qrels", "imported", lambda c: _set(c, "reranking.relevant_grade", 5), {},
      "reranking.relevant_grade 5: no query of mine has a passage graded that high", "job"),
     ("unknown-hf-model", "imported", lambda c: _set(c, "models.sim", {"kind": "causal_lm", "path": "no-such-org/no-such-model"}),
-     {}, "model 'no-such-org/no-such-model' cannot be loaded", "job"),
+     {}, "path: model 'no-such-org/no-such-model' is not in the local HF cache and the hub cannot be reached", "job"),
     ("model-path-missing", "imported", lambda c: _set(c, "models.sim", {"kind": "causal_lm", "path": "./models/nope"}), {},
      "models.sim.path ./models/nope: no such local model folder", "early"),
     # --- documented normalisation
     ("topics-bom", "trec", None, {"topics.tsv": b"\xef\xbb\xbf" + TOPICS.encode()}, None, "normalised"),
     ("qrels-bom", "trec", None, {"qrels.txt": b"\xef\xbb\xbf" + QRELS.encode()}, None, "normalised"),
+    ("rank-llm-query-without-hits-with-topics", "rank_llm", lambda c: _set(c, "datasets.mine.topics", "in/topics.tsv"),
+     {"run.json": json.dumps(HITS + [{"query": "second query", "hits": []}])}, None, "normalised"),
     ("run-json-bom", "rank_llm", None, {"run.json": b"\xef\xbb\xbf" + json.dumps(HITS).encode()}, None, "normalised"),
 ]
 
 
+# Cases whose mistake is written into the YAML text itself, after the config is dumped.
+APPENDED = {"dup-yaml-key": "retrievers: {}\n", "yaml-syntax": "evaluation:\n  measures: [nDCG@10\n"}
 RERANK_FAILURES = {"relevant-grade-above-qrels", "unknown-hf-model"}
 # One end-to-end `snakemake -n` per kind of early message (config, data file, model file) proves the
 # one-line console form; every other early case calls the same checks in process.
-EARLY_END_TO_END = {"typo-top-level", "topics-missing", "model-path-missing"}
+EARLY_END_TO_END = {"typo-top-level", "topics-missing", "model-path-missing", "throughput-negative-rate"}
 
 
 def _write_files(folder: Path, files: dict) -> None:
@@ -257,8 +294,7 @@ def _setup(workdir: Path, name: str, dataset: str, edit, files: dict) -> Path:
     _write_files(workdir / "in", files)
     out = workdir / "bad.yaml"
     out.write_text(yaml.safe_dump(_case_config(dataset, edit), sort_keys=False))
-    if name == "dup-yaml-key":
-        out.write_text(out.read_text() + "retrievers: {}\n")
+    out.write_text(out.read_text() + APPENDED.get(name, ""))
     return out
 
 
@@ -279,8 +315,8 @@ def test_a_config_mistake_is_refused_before_any_job_in_one_line(workdir, monkeyp
         return
     # the checks the Snakefile runs before it builds the DAG (rules/common.smk), in this process
     monkeypatch.chdir(workdir)
-    with pytest.raises(ValueError) as refused:
-        pbconfig.load(configfile)
+    with pytest.raises((ValueError, PosbiasError)) as refused:
+        pbplan.check_throughput(pbconfig.load(configfile))
     message = str(refused.value)
     assert expected in message and "\n" not in message, message
 

@@ -65,8 +65,8 @@ def test_trec_files_and_missing_file(tmp_path):
 
 def test_rank_llm_candidates_dl19(shared_data):
     path = shared_data / "trec-dl-2019/rank_llm/retrieve_results/BM25/retrieve_results_dl19.json"
-    queries, passages, run = imported.read_rank_llm(path)
-    assert len(queries) == 43 and run.height == 4300
+    queries, passages, run, no_hits = imported.read_rank_llm(path)
+    assert len(queries) == 43 and run.height == 4300 and no_hits == []
     assert run.group_by("query_id").len()["len"].unique().to_list() == [100]
     first = run.filter(pl.col("query_id") == "264014").head(1).to_dicts()[0]
     assert first["doc_id"] == "5611210" and first["rank"] == 1

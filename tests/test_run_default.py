@@ -320,6 +320,8 @@ RERUNS = [
     ("measures", lambda c: c["evaluation"].update(measures=["nDCG@10", "RR@10"]), _check_measures),
     ("window", lambda c: c["reranking"].update(window=15), _check_window),
     ("learning-rate", lambda c: c["training"]["toy-first"]["hyper"].update(learning_rate=1.0e-3), _check_learning_rate),
+    ("gpus-0-to-1", lambda c: c["training"]["toy-first"].update(gpus=1),  # one process either way: no retraining
+     lambda jobs: jobs == [] or pytest.fail(f"planned {jobs}")),
 ]
 
 

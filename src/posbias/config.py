@@ -263,7 +263,22 @@ def check_duplicate_keys(paths) -> None:
 
     for path in paths:
         with open(path, encoding="utf-8") as handle:
-            yaml.load(handle, Loader=Strict)  # noqa: S506 (a SafeLoader subclass)
+            try:
+                yaml.load(handle, Loader=Strict)  # noqa: S506 (a SafeLoader subclass)
+            except yaml.MarkedYAMLError as exc:
+                raise ValueError(_yaml_syntax(path, exc)) from None
+
+
+def _yaml_syntax(path, exc) -> str:
+    """One line for a YAML syntax error: the file, the line and column where the parser gave up, what it
+    found, and the usual causes."""
+    mark = exc.problem_mark or exc.context_mark
+    where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+    context = exc.context and (f"{exc.context} started at line {exc.context_mark.line + 1}" if exc.context_mark
+                               else exc.context)
+    what = "; ".join(str(part) for part in (context, exc.problem) if part)
+    return (f"config: {where}: not valid YAML ({what}); check the indentation (spaces, no tabs) and the "
+            "brackets and quotes of this line and the one before")
 
 
 # What changed from each older config_version to the current one (the schema's default); CHANGELOG.md.
@@ -495,10 +510,13 @@ TRAIN_OPERATIONAL = ("logging_steps", "save_steps", "save_total_limit")
 
 def train_settings(config: dict, name: str) -> dict:
     """What a ``train`` job's result depends on: its training entry without the operational trainer
-    settings and without the list of sibling seeds (adding a seed trains only the new one)."""
+    settings and without the list of sibling seeds (adding a seed trains only the new one), and its
+    GPUs as the processes it trains in: 0 (a CPU job) and 1 train in one process alike, so moving a
+    job onto one GPU does not retrain it."""
     run = config["training"][name]
     hyper = {k: v for k, v in run["hyper"].items() if k not in TRAIN_OPERATIONAL}
-    return canonical({k: v for k, v in run.items() if k not in ("seeds", "hyper")} | {"hyper": hyper})
+    settings = {k: v for k, v in run.items() if k not in ("seeds", "hyper")} | {"hyper": hyper}
+    return canonical(settings | {"gpus": max(1, run["gpus"])})
 
 
 def training_labels(config: dict) -> dict:
@@ -528,6 +546,18 @@ def summaries(config: dict) -> list[tuple[str, str, str, str]]:
     return list(dict.fromkeys((m, d, r, b) for m, d, r, _, b in rerank_grid(config)))
 
 
+def check_experiment_data(config: dict) -> None:
+    """The dataset and retriever of each reranking experiment as written (before any expansion, so the
+    index is the config file's), first: every later check reads the experiment's dataset."""
+    for i, e in enumerate(config["reranking"]["experiments"]):
+        where = f"reranking.experiments[{i}]"
+        if e["dataset"] not in config["datasets"]:
+            raise ValueError(f"config: {where}.dataset {e['dataset']!r} is not a datasets entry; use one of "
+                             f"{', '.join(config['datasets'])}")
+        if e["retriever"] not in dataset_retrievers(config, e["dataset"]):
+            raise ValueError(f"config: {where}.retriever {e['retriever']!r} is not run on dataset {e['dataset']!r}")
+
+
 def check_experiments(config: dict) -> None:
     """Cross-references of reranking experiments; raises ValueError with one line."""
     seen = set()
@@ -536,10 +566,6 @@ def check_experiments(config: dict) -> None:
         model = config["models"].get(e["model"])
         if model is None or model["kind"] not in ("causal_lm", "simulated"):
             raise ValueError(f"config: {where}.model {e['model']!r} is not a models entry of kind causal_lm or simulated")
-        if e["dataset"] not in config["datasets"]:
-            raise ValueError(f"config: {where}.dataset {e['dataset']!r} is not a datasets entry")
-        if e["retriever"] not in dataset_retrievers(config, e["dataset"]):
-            raise ValueError(f"config: {where}.retriever {e['retriever']!r} is not run on dataset {e['dataset']!r}")
         family = "pointwise" if model.get("mode") == "grades" else "listwise"
         for key in ("debias", "position_debias"):
             for name in e.get(key, []):
@@ -818,6 +844,7 @@ def prepare(config: dict, files: bool = True) -> list[str]:
     files the config names nor drops optional datasets (the compute plan's stand-ins replace them)."""
     dropped = drop_unavailable(config) if files else []
     check_grid(config)
+    check_experiment_data(config)
     check_settings(config, files)
     expand_bases(config)
     expand_seeds(config)
@@ -864,3 +891,31 @@ def load(path: str | Path, files: bool = True) -> dict:
 def grid(config: dict) -> list[tuple[str, str]]:
     """Every (dataset, retriever) pair the config asks for."""
     return [(ds, r) for ds in config["datasets"] for r in dataset_retrievers(config, ds)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m posbias.config FILE …``: check config files as the workflow will (YAML syntax with the
+    line, duplicate keys, the schema, the cross-references and the files they name), one line per file.
+    Snakemake reports a YAML syntax error in a ``--configfile`` without its line; this gives it."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m posbias.config", description=main.__doc__.split("\n")[0])
+    parser.add_argument("files", nargs="+", type=Path)
+    parser.add_argument("--no-files", action="store_true", help="do not check the data files the config names")
+    args = parser.parse_args(argv)
+    failed = 0
+    for path in args.files:
+        try:
+            config = load(path, files=not args.no_files)
+        except (ValueError, OSError, PosbiasError) as exc:
+            message = str(exc).removeprefix("config: ")
+            print(message if message.startswith(str(path)) else f"{path}: {message}")
+            failed += 1
+            continue
+        print(f"{path}: ok ({len(config['datasets'])} datasets, {len(config['reranking']['experiments'])} "
+              f"reranking experiments, {len(config.get('training', {}))} training runs)")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

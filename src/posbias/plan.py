@@ -413,14 +413,59 @@ class Throughput:
     source: str
 
 
+# The throughput table's numbers: the key, and whether 0 is allowed (a size or a rate must be positive).
+_RATES = {"params_b": False, "prefill_tokens_per_s": False, "call_s": True, "decode_s": True, "load_s": True}
+
+
+def _rate(path, where: str, value, zero: bool) -> float:
+    """A number of the throughput table, checked: finite, and positive (or non-negative where ``zero``)."""
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    if not ok or value < 0 or (value == 0 and not zero):
+        need = "a number ≥ 0" if zero else "a number > 0"
+        hint = "; YAML reads 1e-3 as a string: write 1.0e-3" if isinstance(value, str) and "e" in value else ""
+        raise PosbiasError(f"{path}: {where} is {value!r}, not {need}{hint}; fix the row (device-hours would be "
+                           "wrong or negative)")
+    return float(value)
+
+
 def read_throughput(path: str | Path, device: str) -> tuple[list[Throughput], dict]:
-    """(rows of ``device``, the table's other settings: ``simulated`` and ``train_factor``)."""
-    table = yaml.safe_load(Path(path).read_text())
-    if device not in table.get("devices", {}):
+    """(rows of ``device``, the table's other settings: ``simulated`` and ``train_factor``), every number
+    checked; PosbiasError naming the file, the row and the key otherwise."""
+    if not Path(path).is_file():
+        raise PosbiasError(f"plan.throughput: {path} is not a file; point plan.throughput at the throughput table "
+                           "(config/throughput.yaml ships with the workflow)")
+    try:
+        table = yaml.safe_load(Path(path).read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise PosbiasError(f"{path}{f':{mark.line + 1}' if mark else ''}: not valid YAML "
+                           f"({getattr(exc, 'problem', exc)}); fix the throughput table (plan.throughput)") from None
+    devices = table.get("devices") if isinstance(table, dict) else None
+    if not isinstance(devices, dict) or device not in devices:
         raise PosbiasError(f"{path}: plan.device {device!r} has no entry under `devices` "
-                           f"({', '.join(table.get('devices', {}))}); add its rows or pick one of them")
-    rows = [Throughput(**r) for r in table["devices"][device]["rows"]]
-    return rows, {"simulated": table["simulated"], "train_factor": table["train_factor"]}
+                           f"({', '.join(devices or {})}); add its rows or pick one of them")
+    rows = devices[device].get("rows") if isinstance(devices[device], dict) else None
+    if not isinstance(rows, list) or not rows:
+        raise PosbiasError(f"{path}: devices.{device}.rows must be a list of rows ({', '.join(_RATES)}, source)")
+    parsed = []
+    for i, row in enumerate(rows):
+        where = f"devices.{device}.rows[{i}]"
+        if not isinstance(row, dict) or set(row) != {*_RATES, "source"}:
+            have = sorted(row) if isinstance(row, dict) else row
+            raise PosbiasError(f"{path}: {where} needs exactly the keys {', '.join(_RATES)}, source (has {have})")
+        parsed.append(Throughput(**{k: _rate(path, f"{where}.{k}", row[k], zero) for k, zero in _RATES.items()},
+                                 source=str(row["source"])))
+    simulated = table.get("simulated")
+    if not isinstance(simulated, dict):
+        raise PosbiasError(f"{path}: `simulated` needs call_s (seconds per simulated window) and source")
+    simulated = {**simulated, "call_s": _rate(path, "simulated.call_s", simulated.get("call_s"), True)}
+    return parsed, {"simulated": simulated, "train_factor": _rate(path, "train_factor", table.get("train_factor"), False)}
+
+
+def check_throughput(config: dict) -> None:
+    """The throughput table of ``plan.throughput`` on ``plan.device``, read at parse time: a bad table is
+    refused before any job, so a failed plan job never removes the last good plan."""
+    read_throughput(throughput_path(config), config["plan"]["device"])
 
 
 def throughput_for(rows: list[Throughput], params_b: float) -> Throughput:

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from posbias import schemas
+from posbias import hub, schemas
 from posbias.jobs import logged
 from posbias.retrieval import dense, lucene, splade
 
@@ -10,6 +10,7 @@ sm = snakemake  # noqa: F821
 spec, out = sm.params.spec, Path(sm.output[0])
 with logged(sm, "index") as log:
     corpus = schemas.read(sm.input.corpus, "corpus")
+    hub.require(sm.params.model, f"retrievers.{sm.wildcards.retriever}.model")
     if spec["kind"] == "bm25":
         lucene.build_bm25_index(corpus, out, sm.threads)
     elif spec["kind"] == "dense":

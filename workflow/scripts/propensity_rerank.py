@@ -1,6 +1,6 @@
 """Rerank every propensity sample (one window each) with the model whose bias is estimated."""
 
-from posbias import propensity, rerankers, schemas
+from posbias import hub, propensity, rerankers, schemas
 from posbias.data.collection import grades_by_query, passage_texts
 from posbias.jobs import logged
 from posbias.rerank import rerank
@@ -12,6 +12,7 @@ with logged(sm, "propensity_rerank") as log:
     corpus = schemas.read(sm.input.corpus, "corpus")
     grades = grades_by_query(schemas.read(sm.input.qrels, "qrels"))
     lists = propensity.sample_lists(sampled, dict(queries.iter_rows()), passage_texts(corpus))
+    hub.require(sm.params.model_path, f"models.{sm.wildcards.model}.path")
     reranker = rerankers.build(sm.params.model, sm.params.model_path, grades, sm.params.seed, sm.params.device,
                                sm.params.word_budget)
     run, _, cost = rerank(reranker, lists, window=sm.params.k, step=sm.params.k,

@@ -10,7 +10,7 @@ import time
 
 from tqdm import tqdm
 
-from posbias import rerankers, runs, schemas
+from posbias import hub, rerankers, runs, schemas
 from posbias.data.collection import grades_by_query
 from posbias.jobs import logged
 from posbias.partial import PartialFolder, digest
@@ -29,6 +29,7 @@ with logged(sm, "rerank") as log:
     if folder.resumed:
         log.info("%d orders kept from an interrupted run of this job", folder.resumed)
     if pending:  # the model loads only if there is something to rerank
+        hub.require(sm.params.model_path, f"models.{sm.wildcards.model}.path")
         start = time.perf_counter()
         base = rerankers.build(sm.params.model, sm.params.model_path, grades, seed, sm.params.device,
                                rr.get("word_budget"))

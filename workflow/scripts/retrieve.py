@@ -3,7 +3,7 @@ write the run as Parquet and TREC."""
 
 from pathlib import Path
 
-from posbias import runs, schemas
+from posbias import hub, runs, schemas
 from posbias.jobs import logged
 from posbias.retrieval import dense, lucene, splade
 
@@ -12,6 +12,7 @@ spec = sm.params.spec
 index = sm.params.prebuilt or Path(sm.input.index)  # a prebuilt index is a name, the workflow's a folder
 with logged(sm, "retrieve") as log:
     queries = schemas.read(sm.input.queries, "queries")
+    hub.require(sm.params.model, f"retrievers.{sm.wildcards.retriever}.model")
     if spec["kind"] == "bm25":
         run, empty = lucene.search_bm25(index, queries, spec["depth"], spec["k1"], spec["b"], sm.threads)
     elif spec["kind"] == "dense":

@@ -4,7 +4,7 @@ import json
 import time
 from pathlib import Path
 
-from posbias import rerankers, schemas, silver
+from posbias import hub, rerankers, schemas, silver
 from posbias.data.collection import grades_by_query
 from posbias.jobs import logged
 
@@ -15,6 +15,7 @@ with logged(sm, "silver_labels") as log:
     if sm.wildcards.teacher == silver.QRELS_TEACHER:
         teacher = silver.QRELS_TEACHER
     else:
+        hub.require(sm.params.model_path, f"models.{sm.wildcards.teacher}.path")
         teacher = rerankers.build(sm.params.model, sm.params.model_path, grades, sm.params.seed, sm.params.device,
                                   sm.params.word_budget)
     start = time.perf_counter()

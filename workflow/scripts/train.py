@@ -8,7 +8,7 @@ teacher's slot propensity. One GPU or CPU: in this process. Several GPUs (``trai
 
 from pathlib import Path
 
-from posbias import propensity, schemas, silver
+from posbias import hub, propensity, schemas, silver
 from posbias.config import TRAIN_OPERATIONAL
 from posbias.jobs import logged
 from posbias.paper.training_curves import loss_figure
@@ -35,6 +35,8 @@ with logged(sm, "train") as log:
     if run.get("max_instances"):
         instances = instances.head(run["max_instances"])
     work, out = Path(sm.params.checkpoints), Path(sm.output.model)
+    base = sm.config["training"][sm.wildcards.model]["base_model"]
+    hub.require(sm.params.base_path, f"models.{base}.path (training.{sm.wildcards.model}.base_model)")
     if run["gpus"] > 1:
         launch_distributed(run["gpus"], sm.params.base_path, instances, spec, work, out, prop, Path(sm.output.curve))
         curve = schemas.read(sm.output.curve, "loss_curve")

@@ -69,7 +69,8 @@ def grades_by_query(qrels: pl.DataFrame) -> dict[str, dict[str, int]]:
 
 def check(coll: Collection, source: str) -> Collection:
     """Reject unusable collections; warn about and drop qrels for unknown queries (an error when no
-    judged query is known: the qrels and topics are from different collections).
+    judged query is known, or no document judged relevant is in the corpus: the qrels and the topics or
+    the corpus are from different collections).
 
     ``source`` names where the data came from (a file or a dataset id) so messages can point at it.
     """
@@ -105,5 +106,12 @@ def check(coll: Collection, source: str) -> Collection:
             unknown.height,
         )
         coll.qrels = coll.qrels.filter(pl.col("query_id").is_in(known))
+    judged_docs = coll.qrels.filter(pl.col("relevance") > 0)["doc_id"].unique(maintain_order=True)
+    if judged_docs.len() and not judged_docs.is_in(coll.corpus["doc_id"].implode()).any():
+        raise PosbiasError(
+            f"{source}: none of the {judged_docs.len()} doc ids the qrels judge relevant is in the corpus (e.g. qrels "
+            f"doc {judged_docs[0]!r}, corpus doc {coll.corpus['doc_id'][0]!r}), so every measure would be 0; the "
+            "qrels and the corpus do not belong together, or their doc ids are written differently"
+        )
     coll.qrels = coll.qrels.unique(["query_id", "doc_id"], keep="last", maintain_order=True)
     return coll

@@ -29,22 +29,25 @@ from posbias.runs import canonical, read_trec
 log = logging.getLogger(__name__)
 
 
-def read_rank_llm(path: Path) -> tuple[dict[str, str], dict[str, str], pl.DataFrame]:
-    """Parse a rank_llm candidates JSON into (queries, passages, canonical run)."""
+def read_rank_llm(path: Path) -> tuple[dict[str, str], dict[str, str], pl.DataFrame, list[tuple[int, str]]]:
+    """Parse a rank_llm candidates JSON into (queries, passages, canonical run, (index, query) of the records without hits).
+
+    A record names its query id only in its hits, so a record without hits is a query the run cannot
+    name: :func:`load` refuses it unless a ``topics`` file names every query."""
     records = textfiles.read_json(path)
     if not isinstance(records, list):
         raise PosbiasError(f"{path}: expected a JSON list of {{query, hits}} records, found a {type(records).__name__}")
     queries: dict[str, str] = {}
     passages: dict[str, str] = {}
     rows: dict[str, list] = {"query_id": [], "doc_id": [], "score": []}
-    no_hits = 0
+    no_hits: list[tuple[int, str]] = []
     for i, rec in enumerate(records):
         if not isinstance(rec, dict) or "query" not in rec or "hits" not in rec:
             raise PosbiasError(f"{path}: record {i} lacks `query` or `hits`; this is not the rank_llm format")
         if not isinstance(rec["hits"], list):
             raise PosbiasError(f"{path}: record {i}: `hits` must be a list of hits, found a {type(rec['hits']).__name__}")
         if not rec["hits"]:
-            no_hits += 1
+            no_hits.append((i, rec["query"]))
             continue
         for j, hit in enumerate(rec["hits"]):
             missing = [k for k in ("qid", "docid", "score", "content") if not isinstance(hit, dict) or k not in hit]
@@ -60,11 +63,9 @@ def read_rank_llm(path: Path) -> tuple[dict[str, str], dict[str, str], pl.DataFr
             rows["query_id"].append(qid)
             rows["doc_id"].append(did)
             rows["score"].append(float(score))
-    if no_hits:
-        log.warning("%s: %d queries have no hits and carry no query id; they are skipped", path, no_hits)
     if not rows["query_id"]:
         raise PosbiasError(f"{path}: no record has any hits; the run is empty")
-    return queries, passages, canonical(pl.DataFrame(rows))
+    return queries, passages, canonical(pl.DataFrame(rows)), no_hits
 
 
 def load(spec: dict, key: str) -> Collection:
@@ -76,7 +77,15 @@ def load(spec: dict, key: str) -> Collection:
         run_key = f"{key}.runs.{name}"
         path = require_file(run_spec["path"], "run", run_key)
         if run_spec["format"] == "rank_llm":
-            q, p, run = read_rank_llm(path)
+            q, p, run, no_hits = read_rank_llm(path)
+            if no_hits and not spec.get("topics"):
+                raise PosbiasError(
+                    f"{path}: record {no_hits[0][0]} (query {no_hits[0][1]!r}) and {len(no_hits) - 1} more have no hits, and a "
+                    "record names its query id only in its hits: those queries and their judgements would leave "
+                    f"the evaluation unseen; give {key} a `topics` file (they then score 0) or drop the records")
+            if no_hits:
+                log.info("%s: %d records have no hits; their queries (from the topics file) score 0", path,
+                         len(no_hits))
             for qid, text in q.items():
                 queries.setdefault(qid, text)
             for did, text in p.items():

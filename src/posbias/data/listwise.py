@@ -35,6 +35,7 @@ from posbias.data.collection import Collection, corpus_frame, qrels_frame, queri
 from posbias.errors import PosbiasError
 from posbias.textfiles import jsonl, require_file
 from posbias.permute import fisher_yates
+from posbias.prompts import IDENTIFIERS
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +52,10 @@ def _instance_jsonl(rec: dict, path: Path, lineno: int) -> tuple[dict, dict[str,
             raise PosbiasError(f"{path}:{lineno}: candidate {j} lacks {missing}; every candidate needs `docid` "
                                "and `text`")
     doc_ids = [str(c["docid"]) for c in rec["candidates"]]
+    repeated = sorted({d for d in doc_ids if doc_ids.count(d) > 1})
+    if repeated:
+        raise PosbiasError(f"{path}:{lineno}: doc id {repeated[0]!r} is a candidate more than once; a candidate "
+                           "list names each passage once: drop the repeats")
     ranking = [str(d) for d in rec["ranking"]]
     if sorted(ranking) != sorted(doc_ids):
         raise PosbiasError(f"{path}:{lineno}: `ranking` must be a permutation of the candidates' doc ids")
@@ -150,6 +155,10 @@ def load(spec: dict, key: str, seed: int) -> Collection:
             grades, incomplete = {}, incomplete + (missing > 0)
         else:
             inst, grades = _instance_tevatron(rec, path, lineno, spec["n_candidates"], seed)
+        if len(inst["doc_ids"]) > len(IDENTIFIERS):
+            raise PosbiasError(f"{path}:{lineno}: {len(inst['doc_ids'])} candidates, more than the {len(IDENTIFIERS)} "
+                               f"identifiers [{IDENTIFIERS[0]}]…[{IDENTIFIERS[-1]}] of a First prompt; cut the "
+                               f"instance to {len(IDENTIFIERS)} candidates (they all sit in one training window)")
         instances.append(inst)
         for did, grade in grades.items():
             rq.append(inst["query_id"])

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from posbias import config
+from posbias import config, hub
 from posbias.errors import PosbiasError
 from posbias.prompts import IDENTIFIERS, identifiers, render
 
@@ -53,6 +53,7 @@ def load(spec: LMSpec, with_model: bool = True):
 
     if spec.path.startswith((".", "/", "~")) and not Path(spec.path).expanduser().is_dir():
         raise PosbiasError(f"model path {spec.path} does not exist; build it (rule build_tiny_model) or fix `path`")
+    hub.require(spec.path, "the models entry's path")  # the jobs name the entry first (hub.require in each script)
     try:
         tokenizer = AutoTokenizer.from_pretrained(spec.path, trust_remote_code=spec.trust_remote_code)
         model = AutoModelForCausalLM.from_pretrained(
