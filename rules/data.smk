@@ -15,7 +15,7 @@ rule prepare_dataset:
     conda:
         "../envs/data.yaml"
     resources:
-        mem_mb=4000,
+        mem_mb=lambda w, attempt: 4000 * attempt,
         runtime=60,
     params:
         spec=dataset_params,
@@ -39,7 +39,7 @@ rule listwise_set:
     conda:
         "../envs/data.yaml"
     resources:
-        mem_mb=4000,
+        mem_mb=lambda w, attempt: 4000 * attempt,
         runtime=30,
     params:
         spec=dataset_params,
@@ -68,7 +68,7 @@ rule answers:
     conda:
         "../envs/data.yaml"
     resources:
-        mem_mb=4000,
+        mem_mb=lambda w, attempt: 4000 * attempt,
         runtime=30,
     params:
         spec=lambda w: pbconfig.canonical(

@@ -14,7 +14,7 @@ rule evaluate_run:
     conda:
         "../envs/eval.yaml"
     resources:
-        mem_mb=2000,
+        mem_mb=lambda w, attempt: 2000 * attempt,
         runtime=20,
     params:
         measures=config["evaluation"]["measures"],
@@ -41,7 +41,7 @@ rule retrieval_table:
     conda:
         "../envs/eval.yaml"
     resources:
-        mem_mb=2000,
+        mem_mb=lambda w, attempt: 2000 * attempt,
         runtime=10,
     params:
         provenance=REPORT_LINE,

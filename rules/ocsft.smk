@@ -23,7 +23,7 @@ rule silver_labels:
     conda:
         "../envs/models.yaml"
     resources:
-        mem_mb=8000,
+        mem_mb=lambda w, attempt: 8000 * attempt,
         runtime=240,
         gpu=lambda w: model_gpus(w.teacher),
     params:
@@ -56,7 +56,7 @@ rule stability:
     conda:
         "../envs/eval.yaml"
     resources:
-        mem_mb=4000,
+        mem_mb=lambda w, attempt: 4000 * attempt,
         runtime=30,
     params:
         orders=lambda w: stability_orders(w),
@@ -84,7 +84,7 @@ rule decisions:
     conda:
         "../envs/models.yaml"
     resources:
-        mem_mb=8000,
+        mem_mb=lambda w, attempt: 8000 * attempt,
         runtime=120,
         gpu=lambda w: int(
             config["device"].startswith("cuda")
@@ -121,7 +121,7 @@ rule decisions_table:
     conda:
         "../envs/eval.yaml"
     resources:
-        mem_mb=2000,
+        mem_mb=lambda w, attempt: 2000 * attempt,
         runtime=10,
     params:
         provenance=REPORT_LINE,
@@ -149,7 +149,7 @@ rule pool_design:
     conda:
         "../envs/models.yaml"
     resources:
-        mem_mb=8000,
+        mem_mb=lambda w, attempt: 8000 * attempt,
         runtime=120,
         gpu=lambda w: model_gpus(w.model),
     params:
@@ -183,7 +183,7 @@ rule pool_figures:
     conda:
         "../envs/eval.yaml"
     resources:
-        mem_mb=2000,
+        mem_mb=lambda w, attempt: 2000 * attempt,
         runtime=10,
     params:
         provenance=REPORT_LINE,
@@ -235,7 +235,7 @@ rule stability_table:
     conda:
         "../envs/eval.yaml"
     resources:
-        mem_mb=2000,
+        mem_mb=lambda w, attempt: 2000 * attempt,
         runtime=10,
     params:
         provenance=REPORT_LINE,
@@ -267,7 +267,7 @@ rule stability_all:
     conda:
         "../envs/eval.yaml"
     resources:
-        mem_mb=2000,
+        mem_mb=lambda w, attempt: 2000 * attempt,
         runtime=10,
     params:
         provenance=REPORT_LINE,

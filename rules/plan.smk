@@ -27,7 +27,7 @@ rule plan:
     conda:
         "../envs/models.yaml"
     resources:
-        mem_mb=8000,
+        mem_mb=lambda w, attempt: 8000 * attempt,
         runtime=120,
     params:
         settings=pbplan.settings(config),
@@ -55,7 +55,7 @@ rule plan_check:
     conda:
         "../envs/models.yaml"  # posbias.plan reaches the model code
     resources:
-        mem_mb=2000,
+        mem_mb=lambda w, attempt: 2000 * attempt,
         runtime=10,
     params:
         planned=[keys for keys, _ in PLAN_COSTS],

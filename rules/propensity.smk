@@ -17,7 +17,7 @@ rule propensity_samples:
     conda:
         "../envs/models.yaml"
     resources:
-        mem_mb=4000,
+        mem_mb=lambda w, attempt: 4000 * attempt,
         runtime=20,
     params:
         propensity={k: PROPENSITY[k] for k in ("queries", "k", "shuffles")},
@@ -46,7 +46,7 @@ rule propensity_rerank:
     conda:
         "../envs/models.yaml"
     resources:
-        mem_mb=8000,
+        mem_mb=lambda w, attempt: 8000 * attempt,
         runtime=240,
         gpu=model_gpus(PROPENSITY.get("model")),
     params:
@@ -81,7 +81,7 @@ rule propensity_estimate:
     conda:
         "../envs/models.yaml"
     resources:
-        mem_mb=2000,
+        mem_mb=lambda w, attempt: 2000 * attempt,
         runtime=10,
     params:
         provenance=REPORT_LINE,

@@ -27,7 +27,7 @@ rule paper_table:
     conda:
         "../envs/eval.yaml"
     resources:
-        mem_mb=2000,
+        mem_mb=lambda w, attempt: 2000 * attempt,
         runtime=10,
     params:
         provenance=REPORT_LINE,
@@ -57,7 +57,7 @@ rule paper_figure:
     conda:
         "../envs/eval.yaml"
     resources:
-        mem_mb=2000,
+        mem_mb=lambda w, attempt: 2000 * attempt,
         runtime=10,
     params:
         provenance=REPORT_LINE,

@@ -26,7 +26,7 @@ rule rerank:
     conda:
         "../envs/models.yaml"
     resources:
-        mem_mb=8000,
+        mem_mb=lambda w, attempt: 8000 * attempt,
         # an hour per order, more on a retry; --set-resources rerank:runtime=N overrides
         runtime=lambda w, attempt: 60 * attempt * len(batch_orders(w)),
         gpu=lambda w: model_gpus(w.model),
@@ -87,7 +87,7 @@ rule permsc_lists:
     conda:
         "../envs/eval.yaml"
     resources:
-        mem_mb=4000,
+        mem_mb=lambda w, attempt: 4000 * attempt,
         runtime=30,
     params:
         aggregation=config["reranking"]["permsc_aggregation"],
@@ -115,7 +115,7 @@ rule rerank_summary:
     conda:
         "../envs/eval.yaml"
     resources:
-        mem_mb=4000,
+        mem_mb=lambda w, attempt: 4000 * attempt,
         runtime=30,
     params:
         orders=lambda w: pbconfig.orders_for(config, EXPERIMENTS[(w.model, w.dataset, w.retriever)], w.debias),
@@ -151,7 +151,7 @@ rule rerank_tables:
     conda:
         "../envs/eval.yaml"
     resources:
-        mem_mb=2000,
+        mem_mb=lambda w, attempt: 2000 * attempt,
         runtime=10,
     params:
         provenance=REPORT_LINE,

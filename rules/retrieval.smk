@@ -19,7 +19,7 @@ rule build_tiny_model:
     conda:
         "../envs/models.yaml"
     resources:
-        mem_mb=4000,
+        mem_mb=lambda w, attempt: 4000 * attempt,
         runtime=30,
     params:
         tiny=lambda w: pbconfig.canonical(config["models"][w.model]["tiny"]),
@@ -45,7 +45,7 @@ rule index:
         "../envs/retrieval.yaml"
     threads: config["threads"]
     resources:
-        mem_mb=8000,
+        mem_mb=lambda w, attempt: 8000 * attempt,
         runtime=240,
         gpu=retriever_gpus,
     params:
@@ -78,7 +78,7 @@ rule retrieve:
         "../envs/retrieval.yaml"
     threads: config["threads"]
     resources:
-        mem_mb=8000,
+        mem_mb=lambda w, attempt: 8000 * attempt,
         runtime=120,
         gpu=retriever_gpus,
     params:
@@ -107,7 +107,7 @@ rule retrieve_oracle:
     conda:
         "../envs/data.yaml"
     resources:
-        mem_mb=2000,
+        mem_mb=lambda w, attempt: 2000 * attempt,
         runtime=10,
     params:
         spec=retriever_spec,
@@ -134,7 +134,7 @@ rule retrieve_listed:
     conda:
         "../envs/data.yaml"
     resources:
-        mem_mb=2000,
+        mem_mb=lambda w, attempt: 2000 * attempt,
         runtime=10,
     params:
         spec=retriever_spec,
@@ -159,7 +159,7 @@ rule import_run:
     conda:
         "../envs/data.yaml"
     resources:
-        mem_mb=4000,
+        mem_mb=lambda w, attempt: 4000 * attempt,
         runtime=30,
     params:
         spec=lambda w: pbconfig.canonical(config["datasets"][w.dataset]["runs"][w.retriever.split(":", 1)[1]]),
@@ -184,7 +184,7 @@ rule fuse_rrf:
     conda:
         "../envs/retrieval.yaml"
     resources:
-        mem_mb=4000,
+        mem_mb=lambda w, attempt: 4000 * attempt,
         runtime=30,
     params:
         spec=retriever_spec,

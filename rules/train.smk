@@ -18,7 +18,7 @@ rule augment:
     conda:
         "../envs/data.yaml"
     resources:
-        mem_mb=4000,
+        mem_mb=lambda w, attempt: 4000 * attempt,
         runtime=20,
     params:
         n_groups=config["augmentation"]["n_groups"],
@@ -51,7 +51,7 @@ rule augmentation_report:
     conda:
         "../envs/eval.yaml"
     resources:
-        mem_mb=2000,
+        mem_mb=lambda w, attempt: 2000 * attempt,
         runtime=10,
     params:
         provenance=REPORT_LINE,
@@ -83,7 +83,7 @@ rule train:
         "../envs/models.yaml"
     threads: config["threads"]
     resources:
-        mem_mb=16000,
+        mem_mb=lambda w, attempt: 16000 * attempt,
         runtime=lambda w, attempt: 1440 * attempt,  # minutes; each retry asks for more time
         nodes=1,  # torchrun runs one process per GPU of one node
         gpu=lambda w: config["training"][w.model]["gpus"],

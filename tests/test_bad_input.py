@@ -62,7 +62,7 @@ SIM = {"kind": "simulated", "prior": "linear", "strength": 1.0}
 
 def _config(dataset: str = "trec") -> dict:
     """One dataset of the given kind, and (on the imported TREC run) one cheap reranking experiment."""
-    cfg = {"datasets": {"mine": copy.deepcopy(DATASETS[dataset])}, "retrievers": {}, "models": {"sim": SIM}}
+    cfg = {"datasets": {"mine": copy.deepcopy(DATASETS[dataset])}, "retrievers": {}, "models": {"sim": dict(SIM)}}
     if dataset == "imported":
         cfg["reranking"] = {"window": 2, "step": 1, "depth": 2, "position_k": 2, "experiments": [
             {"model": "sim", "dataset": "mine", "retriever": "imported:bm25", "orders": ["original", "position-1"]}]}
@@ -76,6 +76,18 @@ def _set(cfg: dict, dotted: str, value) -> dict:
         node = node[int(part)] if isinstance(node, list) else node.setdefault(part, {})
     node[last] = value
     return cfg
+
+
+def _training(hyper: dict | None = None, **run):
+    """An edit adding training entry ``t`` (method first on dataset mine from a tiny causal LM ``lm``) with
+    ``run``'s keys and ``hyper``."""
+    def edit(cfg: dict) -> dict:
+        entry = {"method": "first", "base_model": "lm", "data": "mine", **run}
+        if hyper is not None:
+            entry["hyper"] = hyper
+        _set(cfg, "models.lm", {"kind": "causal_lm", "build": "tiny"})
+        return _set(cfg, "training.t", entry)
+    return edit
 
 
 # (id, dataset kind, config edit, {file: new content (str or bytes)}, expected fragment, stage)
@@ -141,6 +153,94 @@ CASES = [
      and c["reranking"]["experiments"][0].pop("orders") and c, {},
      "reranking.experiments[0].dataset 'nope' is not a datasets entry; use one of mine", "early"),
     ("yaml-syntax", "trec", None, {}, "bad.yaml:15:1: not valid YAML (while parsing a flow sequence started at line 14; expected ',' or ']'", "early"),
+    # --- CapCal variants, debiasing grammar and orders
+    ("capcal-variant-bad-name", "imported", lambda c: _set(c, "reranking.capcal.variants", {"Long": {}}), {},
+     "reranking.capcal.variants: 'Long' does not match '^[a-z][a-z0-9_-]*$'", "early"),
+    ("capcal-variant-unknown-key", "imported", lambda c: _set(c, "reranking.capcal.variants", {"long": {"placeholdr": "x"}}),
+     {}, "unknown key reranking.capcal.variants.long.placeholdr (did you mean 'placeholder'?)", "early"),
+    ("capcal-c-zero", "imported", lambda c: _set(c, "reranking.capcal.c", 0), {},
+     "reranking.capcal.c: 0 is less than or equal to the minimum of 0", "early"),
+    ("capcal-placeholder-length-zero", "imported", lambda c: _set(c, "reranking.capcal.placeholder_length", 0), {},
+     "reranking.capcal.placeholder_length: 0 is less than the minimum of 1", "early"),
+    ("rename-zero", "imported", lambda c: _set(c, "reranking.experiments.0.debias", ["none", "rename@0"]), {},
+     "reranking.experiments[0].debias: debias 'rename@0': expected one of", "early"),
+    ("roundrobin-not-a-number", "imported", lambda c: _set(c, "reranking.experiments.0.debias", ["roundrobin@two"]), {},
+     "reranking.experiments[0].debias: debias 'roundrobin@two': expected one of", "early"),
+    ("permsc-without-its-shuffles", "imported", lambda c: _set(c, "reranking.experiments.0.debias", ["permsc@3"]), {},
+     "permsc@3 aggregates the reranked lists of shuffled-0, shuffled-1, shuffled-2 (debias none); add", "early"),
+    ("unknown-order-kind", "imported", lambda c: _set(c, "reranking.experiments.0.orders", ["reversed"]), {},
+     "order 'reversed': expected one of original, shuffled-<n>, position-<n>", "early"),
+    ("relevant-grade-zero", "imported", lambda c: _set(c, "reranking.relevant_grade", 0), {},
+     "reranking.relevant_grade: 0 is less than the minimum of 1", "early"),
+    ("experiment-queries-zero", "imported", lambda c: _set(c, "reranking.experiments.0.queries", 0), {},
+     "reranking.experiments.0.queries: 0 is less than the minimum of 1", "early"),
+    ("orders-per-job-zero", "imported", lambda c: _set(c, "reranking.orders_per_job", 0), {},
+     "reranking.orders_per_job: 0 is less than the minimum of 1", "early"),
+    ("experiment-model-encoder", "imported", lambda c: _set(c, "models.enc", {"kind": "encoder", "path": "x/y"})
+     and _set(c, "reranking.experiments.0.model", "enc"), {},
+     "reranking.experiments[0].model 'enc' is not a models entry of kind causal_lm or simulated", "early"),
+    # --- consumers, readers, response sets and the pool design
+    ("consumer-unknown", "trec", lambda c: _set(c, "datasets.mine.consumer", "chat"), {},
+     "datasets.mine.consumer: 'chat' is not one of ['passage_reranking', 'multidoc_qa', 'response_ranking']", "early"),
+    ("consumer-window-zero", "trec", lambda c: _set(c, "consumers.response_ranking.window", 0), {},
+     "consumers.response_ranking.window: 0 is less than the minimum of 1", "early"),
+    ("reader-unknown", "trec", lambda c: _set(c, "consumers.multidoc_qa.reader", "nope"), {},
+     "consumers.multidoc_qa.reader 'nope' is not a readers entry", "early"),
+    ("reader-lm-without-path", "trec", lambda c: _set(c, "readers.r", {"kind": "causal_lm"}), {},
+     "readers.r is missing a required key: 'path' is a required property", "early"),
+    ("responses-without-id-or-path", "trec", lambda c: _set(c, "datasets.resp", {"source": "hf_responses"}), {},
+     "datasets.resp is missing a required key", "early"),
+    ("pool-unknown-dataset", "trec", lambda c: _set(c, "ocsft.pool.datasets", ["nope"]), {},
+     "ocsft.pool.datasets names 'nope', which is not a passage-reranking datasets entry", "early"),
+    ("pool-kept-at-depth", "trec", lambda c: _set(c, "ocsft.pool", {"datasets": ["mine"], "kept": 5, "depth": 5}), {},
+     "ocsft.pool.kept 5 leaves no companions among the top ocsft.pool.depth 5", "early"),
+    ("pool-reference-unknown", "trec", lambda c: _set(c, "ocsft.pool.reference", "nope"), {},
+     "ocsft.pool.reference names 'nope', which scores no pool-design experiment", "early"),
+    ("ocsft-teacher-unknown", "trec", lambda c: _set(c, "ocsft.teacher", "nope"), {},
+     "ocsft.teacher 'nope' is neither 'qrels' nor a models entry", "early"),
+    ("ocsft-dev-unknown", "trec", lambda c: _set(c, "ocsft.dev", "nope"), {}, "ocsft.dev 'nope' is not a datasets entry",
+     "early"),
+    # --- listwise training files and training entries
+    ("listwise-unknown-format", "listwise", lambda c: _set(c, "datasets.mine.format", "csv"), {},
+     "datasets.mine.format: 'csv' is not one of ['jsonl', 'tevatron', 'rank_llm']", "early"),
+    ("listwise-n-candidates-above-20", "listwise", lambda c: _set(c, "datasets.mine.format", "tevatron")
+     and _set(c, "datasets.mine.n_candidates", 25), {}, "datasets.mine.n_candidates: 25 is greater than the maximum of 20",
+     "early"),
+    ("training-data-not-listwise", "trec", _training(), {}, "training.t.data 'mine' has no listwise training instances",
+     "early"),
+    ("training-base-simulated", "listwise", _training(base_model="sim"), {},
+     "training.t.base_model 'sim' is not a models entry of kind causal_lm", "early"),
+    ("training-base-and-bases", "listwise", _training(base_model="lm", base_models=["lm"]), {},
+     "training.t: give base_model (one base) or base_models (a list), exactly one of them", "early"),
+    ("training-seeds-repeated", "listwise", _training(seeds=[1, 1]), {}, "training.t.seeds: [1, 1] has non-unique elements",
+     "early"),
+    ("training-gpus-negative", "listwise", _training(gpus=-1), {}, "training.t.gpus: -1 is less than the minimum of 0",
+     "early"),
+    ("hyper-lora-unknown-key", "listwise", _training(hyper={"lora": {"rank": 8}}), {},
+     "unknown key training.t.hyper.lora.rank; allowed keys here: alpha, dropout, r, target_modules", "early"),
+    ("hyper-warmup-above-one", "listwise", _training(hyper={"warmup_ratio": 1.5}), {},
+     "training.t.hyper.warmup_ratio: 1.5 is greater than the maximum of 1", "early"),
+    ("hyper-deepspeed-missing", "listwise", _training(hyper={"deepspeed": "in/ds.json"}), {},
+     "training.t.hyper.deepspeed: in/ds.json is not a file", "early"),
+    ("hyper-lm-softmax-needs-one-token", "listwise", _training(hyper={"lm_softmax": "identifiers"}), {},
+     "training.t.hyper.lm_softmax: identifiers scores the first answer token only; set lm_tokens: 1", "early"),
+    # --- model folders and retrievers
+    ("model-unknown-build", "trec", lambda c: _set(c, "models.lm", {"kind": "causal_lm", "build": "small"}), {},
+     "models.lm.build: 'small' is not one of ['tiny']", "early"),
+    ("grade-window-above-100", "imported", lambda c: _set(c, "models.sim.grade_window", 101), {},
+     "models.sim.grade_window: 101 is greater than the maximum of 100", "early"),
+    ("rrf-one-run", "trec", lambda c: _set(c, "retrievers.f", {"kind": "rrf", "runs": ["bm25"]}), {},
+     "retrievers.f.runs: ['bm25'] is too short", "early"),
+    ("rrf-unknown-run", "trec", lambda c: _set(c, "retrievers.bm25", {"kind": "bm25"})
+     and _set(c, "retrievers.f", {"kind": "rrf", "runs": ["bm25", "nope"]}) and _set(c, "datasets.mine.retrievers", ["bm25", "f"]),
+     {}, "retriever 'f' fuses 'nope', which dataset 'mine' does not run", "early"),
+    ("dense-without-model", "trec", lambda c: _set(c, "retrievers.d", {"kind": "dense"}), {},
+     "retrievers.d is missing a required key: 'model' is a required property", "early"),
+    ("prebuilt-unknown-retriever", "trec", lambda c: _set(c, "datasets.mine.prebuilt", {"bm26": "msmarco-v1-passage"}),
+     {}, "datasets.mine.prebuilt names 'bm26', which is not a bm25, dense or splade retriever", "early"),
+    ("seed-string", "trec", lambda c: _set(c, "seed", "42"), {}, "seed: '42' is not of type 'integer'", "early"),
+    ("augmentation-groups-zero", "trec", lambda c: _set(c, "augmentation.n_groups", 0), {},
+     "augmentation.n_groups: 0 is less than the minimum of 1", "early"),
     # --- the compute plan's throughput table (read before any job, so a failed plan keeps the last plan)
     ("throughput-negative-rate", "trec", lambda c: _set(c, "plan", {"throughput": "in/throughput.yaml", "device": "gpu"}),
      {"throughput.yaml": THROUGHPUT.replace("prefill_tokens_per_s: 100", "prefill_tokens_per_s: -5")},

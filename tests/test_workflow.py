@@ -34,6 +34,30 @@ def test_slurm_profile_plans_the_default_dag(workdir):
         assert rule in text
 
 
+def _memory(value, attempt: int) -> int:
+    """A profile's ``mem_mb`` as Snakemake evaluates it on the given attempt (its CLI-expression evaluator)."""
+    from snakemake.resources import Resource
+
+    return int(Resource.cli_evaluator("mem_mb", str(value), wildcards=None, input=None, attempt=attempt,
+                                      async_run=None))
+
+
+def test_a_job_killed_for_memory_is_retried_with_more_memory():
+    """SLURM's OUT_OF_MEMORY (or the kernel's OOM killer) fails a job; where retries are configured
+    (the slurm profile: 1, ``train``: 2), each attempt asks for its memory times the attempt: every
+    ``mem_mb`` of both profiles, and of every rule."""
+    workflow = yaml.safe_load((REPO / "profiles" / "default" / "config.v8+.yaml").read_text())
+    user = yaml.safe_load((REPO / "profiles" / "slurm" / "config.v8+.yaml").read_text())
+    memory = {rule: r["mem_mb"] for rule, r in workflow["set-resources"].items() if "mem_mb" in r}
+    memory["default"] = user["default-resources"]["mem_mb"]
+    assert user["retries"] >= 1 and len(memory) > 10
+    for rule, value in memory.items():
+        first = _memory(value, 1)
+        assert first >= 2000 and [_memory(value, a) for a in (2, 3)] == [2 * first, 3 * first], (rule, value)
+    rules = "".join(path.read_text() for path in sorted((REPO / "rules").glob("*.smk")))
+    assert rules.count("mem_mb=") == len(re.findall(r"mem_mb=lambda w, attempt: \d+ \* attempt,", rules)) > 30
+
+
 def test_an_edited_local_file_reruns_what_reads_it(workdir):
     """Raw files are inputs: editing a qrels file reruns that dataset's data job and what depends on it;
     editing nothing reruns nothing."""

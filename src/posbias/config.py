@@ -296,6 +296,11 @@ def check_settings(config: dict, files: bool = True) -> None:
                          + CONFIG_CHANGES.get(version, "a newer workflow wrote it: update the workflow"))
     if files:
         check_files(config)
+        for name, run in config.get("training", {}).items():
+            deepspeed = run.get("hyper", {}).get("deepspeed")
+            if deepspeed and not Path(deepspeed).expanduser().is_file():
+                raise ValueError(f"config: training.{name}.hyper.deepspeed: {deepspeed} is not a file; give the "
+                                 "path of a DeepSpeed JSON config (or null)")
     rr = config["reranking"]
     if rr["step"] > rr["window"]:
         raise ValueError(f"config: reranking.step {rr['step']} is larger than reranking.window {rr['window']}: "
@@ -450,7 +455,20 @@ def check_consumers(config: dict) -> None:
         if dataset not in config["datasets"] or consumer_of(config, dataset) != consumers.PASSAGE_RERANKING:
             raise ValueError(f"config: ocsft.pool.datasets names {dataset!r}, which is not a passage-reranking "
                              "datasets entry")
-    reference = config["ocsft"]["pool"]["reference"]
+    pool = config["ocsft"]["pool"]
+    if pool["datasets"] and pool["kept"] >= pool["depth"]:
+        raise ValueError(f"config: ocsft.pool.kept {pool['kept']} leaves no companions among the top "
+                         f"ocsft.pool.depth {pool['depth']}; keep fewer documents or draw from deeper")
+    reader = config["consumers"]["multidoc_qa"]["reader"]
+    if reader is not None and reader not in config.get("readers", {}):
+        raise ValueError(f"config: consumers.multidoc_qa.reader {reader!r} is not a readers entry; use one of "
+                         f"{', '.join(config.get('readers', {})) or '(none: add a readers entry)'}")
+    teacher, dev = config["ocsft"]["teacher"], config["ocsft"]["dev"]
+    if teacher not in (None, "qrels") and teacher not in config["models"]:
+        raise ValueError(f"config: ocsft.teacher {teacher!r} is neither 'qrels' nor a models entry")
+    if dev is not None and dev not in config["datasets"]:
+        raise ValueError(f"config: ocsft.dev {dev!r} is not a datasets entry; use one of {', '.join(config['datasets'])}")
+    reference = pool["reference"]
     if reference is not None and reference not in {m for m, _, _ in pool_targets(config)}:
         raise ValueError(f"config: ocsft.pool.reference names {reference!r}, which scores no pool-design experiment "
                          "(a pointwise experiment on a dataset of ocsft.pool.datasets)")
@@ -793,6 +811,12 @@ def _register(config: dict, name: str, run: dict) -> None:
         method = methods.get(run["method"])
     except ValueError as exc:
         raise ValueError(f"{where}.method: {exc}") from None
+    from posbias.training.spec import check_hyper  # no torch: the spec module is plain dataclasses
+
+    try:
+        check_hyper(run["hyper"])
+    except ValueError as exc:
+        raise ValueError(f"{where}.hyper.{exc}") from None
     base = config["models"].get(run["base_model"])
     if base is None or base["kind"] != "causal_lm":
         raise ValueError(f"{where}.base_model {run['base_model']!r} is not a models entry of kind causal_lm")

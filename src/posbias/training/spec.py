@@ -55,8 +55,7 @@ class TrainSpec:
 
     def __post_init__(self) -> None:
         methods.get(self.method)
-        if self.lm_softmax == "identifiers" and self.lm_tokens != 1:
-            raise ValueError("lm_softmax: identifiers scores the first answer token only; set lm_tokens: 1")
+        check_hyper(vars(self))
 
     @classmethod
     def create(cls, method: str, *, seed: int | None = None, word_budget: int | None = None,
@@ -84,3 +83,10 @@ class TrainSpec:
     @property
     def pointwise(self) -> bool:
         return self.kind.pointwise
+
+
+def check_hyper(hyper: dict) -> None:
+    """What the schema cannot say of a ``training.<name>.hyper`` block (its defaults filled); ValueError
+    with one line. The config check calls it before any job, a spec on construction."""
+    if hyper["lm_softmax"] == "identifiers" and hyper["lm_tokens"] != 1:
+        raise ValueError("lm_softmax: identifiers scores the first answer token only; set lm_tokens: 1")
