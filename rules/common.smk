@@ -7,6 +7,7 @@ from snakemake.exceptions import WorkflowError
 from posbias import config as pbconfig
 from posbias import consumers, debiasing, methods, orders, paper
 from posbias import plan as pbplan
+from posbias.data import local as pblocal
 from posbias.errors import PosbiasError
 from posbias.models import resolve as resolve_model
 from posbias.provenance import ReportLine
@@ -75,6 +76,36 @@ def dataset_params(wildcards):
 def dataset_files(wildcards):
     """The dataset's local files: inputs, so editing one reruns exactly what depends on it."""
     return pbconfig.dataset_files(config["datasets"][wildcards.dataset])
+
+
+def small_files(spec):
+    """{path: what} of a dataset's topics, queries and qrels files: their jobs rerun when what their
+    reader reads changes (params content_digests), not on a new time stamp (ancient inputs)."""
+    return {path: what for _, what, path in pbconfig.named_files(spec) if what in pblocal.DIGESTED}
+
+
+def text_files(wildcards):
+    """The files of a dataset's corpus and queries, where its qrels file is prepared apart."""
+    spec = config["datasets"][wildcards.dataset]
+    return [ancient(p) if p in small_files(spec) else p for p in pbconfig.text_files(spec)]
+
+
+def text_digests(wildcards):
+    spec = config["datasets"][wildcards.dataset]
+    small = small_files(spec)
+    return {p: pblocal.content_digest(p, small[p]) for p in pbconfig.text_files(spec) if p in small}
+
+
+def qrels_input(wildcards):
+    return ancient(pbconfig.qrels_file(config["datasets"][wildcards.dataset]))
+
+
+def qrels_digest(wildcards):
+    return pblocal.content_digest(pbconfig.qrels_file(config["datasets"][wildcards.dataset]), "qrels")
+
+
+QRELS_APART = [d for d, spec in config["datasets"].items() if pbconfig.qrels_file(spec)]
+QRELS_WITH_TEXTS = [d for d in config["datasets"] if d not in QRELS_APART]
 
 
 LISTWISE_DATASETS = pbconfig.listwise_datasets(config)

@@ -1,4 +1,7 @@
 # Stage `data`: every configured dataset as corpus/queries/qrels Parquet (+ listwise training sets).
+# A dataset whose qrels are a file of their own (trec, imported, beir; pbconfig.qrels_file) gets them
+# from prepare_qrels and its texts from prepare_texts, so editing a grade rewrites only the qrels (no
+# re-indexing); the others get all three from prepare_dataset.
 
 
 rule prepare_dataset:
@@ -12,6 +15,8 @@ rule prepare_dataset:
         "logs/data/{dataset}.log",
     benchmark:
         "benchmarks/data/{dataset}.tsv"
+    wildcard_constraints:
+        dataset=alternation(QRELS_WITH_TEXTS or ["__none__"]),
     conda:
         "../envs/data.yaml"
     resources:
@@ -23,6 +28,45 @@ rule prepare_dataset:
         irds_home=config["ir_datasets_home"],
     script:
         "../workflow/scripts/prepare_dataset.py"
+
+
+use rule prepare_dataset as prepare_texts with:
+    input:
+        text_files,
+    output:
+        corpus="results/data/{dataset}/corpus.parquet",
+        queries="results/data/{dataset}/queries.parquet",
+    wildcard_constraints:
+        dataset=alternation(QRELS_APART or ["__none__"]),
+    params:
+        spec=dataset_params,
+        seed=config["seed"],
+        irds_home=config["ir_datasets_home"],
+        content=text_digests,
+
+
+rule prepare_qrels:
+    input:
+        qrels=qrels_input,
+        queries="results/data/{dataset}/queries.parquet",
+        corpus="results/data/{dataset}/corpus.parquet",
+    output:
+        "results/data/{dataset}/qrels.parquet",
+    log:
+        "logs/data/{dataset}.qrels.log",
+    benchmark:
+        "benchmarks/data/{dataset}.qrels.tsv"
+    wildcard_constraints:
+        dataset=alternation(QRELS_APART or ["__none__"]),
+    conda:
+        "../envs/data.yaml"
+    resources:
+        mem_mb=lambda w, attempt: 4000 * attempt,
+        runtime=30,
+    params:
+        content=qrels_digest,
+    script:
+        "../workflow/scripts/prepare_qrels.py"
 
 
 rule listwise_set:

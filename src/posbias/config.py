@@ -217,6 +217,21 @@ def dataset_files(spec: dict) -> list[str]:
     return [path for key, _, path in named_files(spec) if key != "answers"]
 
 
+def qrels_file(spec: dict) -> str | None:
+    """The qrels file of a dataset whose judgements are a file of their own (trec, imported, beir), so
+    they are prepared by a job of their own (rule ``prepare_qrels``) and editing a grade does not
+    rewrite the corpus (and re-index); None where the judgements come with the texts (an ir_datasets
+    id, a generated or listwise set) or decide them (``sample_queries`` samples judged queries)."""
+    if spec.get("sample_queries"):
+        return None
+    return next((path for _, what, path in named_files(spec) if what == "qrels"), None)
+
+
+def text_files(spec: dict) -> list[str]:
+    """The files the data job of a dataset reads for its corpus and queries: all but its own qrels file."""
+    return [path for path in dataset_files(spec) if path != qrels_file(spec)]
+
+
 def check_files(config: dict) -> None:
     """Every local file the datasets name exists and is a file: refused before any job otherwise (the
     same one-line messages the data stage would give, naming the config key)."""
@@ -789,6 +804,13 @@ def pointwise_settings(config: dict) -> dict[str, dict]:
     return out
 
 
+def check_hyper(hyper: dict) -> None:
+    """What the schema cannot say of a ``training.<name>.hyper`` block (its defaults filled); ValueError
+    with one line. The config check calls it before any job, a TrainSpec on construction."""
+    if hyper.get("lm_softmax") == "identifiers" and hyper.get("lm_tokens") != 1:
+        raise ValueError("lm_softmax: identifiers scores the first answer token only; set lm_tokens: 1")
+
+
 def register_trained_models(config: dict) -> None:
     """Make every ``training`` entry a causal_lm model at ``results/models/<name>``, in its base's mode.
 
@@ -811,8 +833,6 @@ def _register(config: dict, name: str, run: dict) -> None:
         method = methods.get(run["method"])
     except ValueError as exc:
         raise ValueError(f"{where}.method: {exc}") from None
-    from posbias.training.spec import check_hyper  # no torch: the spec module is plain dataclasses
-
     try:
         check_hyper(run["hyper"])
     except ValueError as exc:

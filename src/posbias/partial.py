@@ -17,7 +17,7 @@ import os
 import shutil
 from pathlib import Path
 
-from posbias import __version__, provenance
+from posbias import __version__, atomic, provenance
 
 STAMP = "partial.sha256"
 
@@ -51,10 +51,12 @@ class PartialFolder:
         self.final = Path(final)
         self.folder = self.final.parent / f".{self.final.name}.partial"
         kept = self.folder / STAMP
-        if self.folder.exists() and not (kept.is_file() and kept.read_text() == stamp):
-            shutil.rmtree(self.folder)
+        if self.folder.is_file() or self.folder.is_symlink():  # not a folder this class wrote: dropped
+            self.folder.unlink()
+        elif self.folder.exists() and not (kept.is_file() and kept.read_bytes() == stamp.encode()):
+            shutil.rmtree(self.folder)  # another job's parts, or a folder whose stamp is damaged or missing
         self.folder.mkdir(parents=True, exist_ok=True)
-        kept.write_text(stamp)
+        atomic.write_text(kept, stamp)
         self.resumed = 0
 
     def path(self, name: str) -> Path:

@@ -16,6 +16,7 @@ import numpy as np
 import polars as pl
 
 from posbias import textfiles
+from posbias.atomic import replacing
 from posbias.errors import PosbiasError
 
 
@@ -51,16 +52,9 @@ def strictly_decreasing(scores: np.ndarray, queries: np.ndarray) -> np.ndarray:
 
 def write_trec(run: pl.DataFrame, path: str | os.PathLike, tag: str) -> None:
     """Write a canonical run as a six-column TREC run file (atomically)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        with open(tmp, "w") as out:
-            for qid, did, rank, score in run.select("query_id", "doc_id", "rank", "score").iter_rows():
-                out.write(f"{qid} Q0 {did} {rank} {score!r} {tag}\n")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    with replacing(path) as tmp, open(tmp, "w") as out:
+        for qid, did, rank, score in run.select("query_id", "doc_id", "rank", "score").iter_rows():
+            out.write(f"{qid} Q0 {did} {rank} {score!r} {tag}\n")
 
 
 def read_trec(path: str | os.PathLike) -> pl.DataFrame:

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from posbias import provenance
+from posbias.atomic import replacing
 from posbias.errors import PosbiasError
 
 CORPUS = pa.schema([("doc_id", pa.string()), ("title", pa.string()), ("text", pa.string())])
@@ -315,13 +316,8 @@ def write(frame: pl.DataFrame, path: str | os.PathLike, kind: str) -> None:
     table = conform(frame, SCHEMAS[kind], f"{kind} table for {path}")
     meta = {**(table.schema.metadata or {}), provenance.KEY.encode(): json.dumps(provenance.record(), sort_keys=True)}
     table = table.replace_schema_metadata(meta)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
+    with replacing(path) as tmp:
         pq.write_table(table, tmp, compression="zstd")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def read(path: str | os.PathLike, kind: str) -> pl.DataFrame:
@@ -329,6 +325,10 @@ def read(path: str | os.PathLike, kind: str) -> pl.DataFrame:
     path = Path(path)
     if not path.is_file():
         raise PosbiasError(f"{path}: no such file; build it with the workflow stage that produces {kind} tables")
-    frame = pl.from_arrow(pq.read_table(path))
+    try:
+        frame = pl.from_arrow(pq.read_table(path))
+    except (pa.ArrowInvalid, OSError) as exc:  # truncated, overwritten or not Parquet at all
+        raise PosbiasError(f"{path}: not a readable Parquet file ({str(exc).splitlines()[0]}); delete it and rerun "
+                           "the job that writes it (snakemake --forcerun <rule> <file>)") from None
     assert isinstance(frame, pl.DataFrame)
     return pl.from_arrow(conform(frame, SCHEMAS[kind], f"{kind} table {path}"))  # type: ignore[return-value]

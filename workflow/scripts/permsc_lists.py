@@ -5,7 +5,7 @@ No model call; the cost and stats are those of the K reranking passes it aggrega
 import json
 from pathlib import Path
 
-from posbias import permsc, runs, schemas
+from posbias import atomic, permsc, runs, schemas
 from posbias.jobs import logged
 
 sm = snakemake  # noqa: F821
@@ -19,5 +19,5 @@ with logged(sm, "permsc_lists") as log:
              "aggregation": sm.params.aggregation, "queries": run["query_id"].n_unique(),
              **{key: sum(s.get(key, 0) for s in parts) for key in ("windows", "wall_seconds", "parse_failures",
                                                                    "missing_ids", "truncated_passages")}}
-    Path(sm.output.stats).write_text(json.dumps(stats, indent=1, sort_keys=True))
+    atomic.write_text(sm.output.stats, json.dumps(stats, indent=1, sort_keys=True))
     log.info("PermSC over %d reranked lists (%s) for %d queries", len(parts), sm.params.aggregation, stats["queries"])

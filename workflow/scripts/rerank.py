@@ -10,7 +10,7 @@ import time
 
 from tqdm import tqdm
 
-from posbias import hub, rerankers, runs, schemas
+from posbias import atomic, hub, rerankers, runs, schemas
 from posbias.data.collection import grades_by_query
 from posbias.jobs import logged
 from posbias.partial import PartialFolder, digest
@@ -57,7 +57,7 @@ with logged(sm, "rerank") as log:
             "windows": window_log.select("query_id", "window").n_unique() if window_log.height else 0,
             "wall_seconds": wall, **base.stats, "shuffle_seeds": shown.seeds,
         }
-        out["stats"].write_text(json.dumps(stats, indent=1, sort_keys=True))
+        atomic.write_text(out["stats"], json.dumps(stats, indent=1, sort_keys=True))
         if stats.get("truncated_passages"):
             log.info("%s: %d passages were cut to fit the word budget or the context", name,
                      stats["truncated_passages"])

@@ -2,9 +2,8 @@
 
 import json
 import time
-from pathlib import Path
 
-from posbias import hub, rerankers, schemas, silver
+from posbias import atomic, hub, rerankers, schemas, silver
 from posbias.data.collection import grades_by_query
 from posbias.jobs import logged
 
@@ -30,5 +29,5 @@ with logged(sm, "silver_labels") as log:
              "queries": labels["query_id"].n_unique(), "documents": labels.filter(labels["view"] == 0).height,
              "teacher_calls": int(cost["calls"].sum()) if cost.height else 0, "wall_seconds": wall,
              "silver_beta": silver.label_consistency(labels) if int(sm.wildcards.shuffles) else None}
-    Path(sm.output.stats).write_text(json.dumps(stats, indent=1))
+    atomic.write_text(sm.output.stats, json.dumps(stats, indent=1))
     log.info("silver labels: %s", stats)

@@ -11,31 +11,34 @@ run's positional-bias task).
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import polars as pl
 
 from posbias.config import entry_defaults
 from posbias.data import imported, irds, listwise, local, responses, synthetic, toy
-from posbias.data.collection import Collection, check
+from posbias.data.collection import Collection, check, check_qrels, qrels_frame
 from posbias.permute import derive_seed, fisher_yates
 
-__all__ = ["Collection", "load"]
+__all__ = ["Collection", "load", "load_qrels"]
 
 
-def load(name: str, spec: dict, seed: int, irds_home: str | None = None) -> Collection:
-    """Load dataset ``name`` described by its config ``spec`` and check it."""
+def load(name: str, spec: dict, seed: int, irds_home: str | None = None, qrels: bool = True) -> Collection:
+    """Load dataset ``name`` described by its config ``spec`` and check it; ``qrels=False`` (a dataset
+    with a qrels file of its own, :func:`posbias.config.qrels_file`) neither reads nor checks its
+    qrels, which :func:`load_qrels` prepares."""
     key = f"datasets.{name}"
     source = spec["source"]
     spec = {**entry_defaults("datasets", "source", source), **spec}  # as the workflow's validation fills them
     if source == "irds":
         coll, where = irds.load(spec["id"], irds_home), f"ir_datasets:{spec['id']}"
     elif source == "beir":
-        coll, where = local.load_beir(spec["path"], spec["split"], key), spec["path"]
+        coll, where = local.load_beir(spec["path"], spec["split"], key, qrels), spec["path"]
     elif source == "trec":
-        coll = local.load_trec(spec["topics"], spec["qrels"], spec["corpus"], key)
+        coll = local.load_trec(spec["topics"], spec["qrels"] if qrels else None, spec["corpus"], key)
         where = f"{key} (topics {spec['topics']}, qrels {spec['qrels']}, corpus {spec['corpus']})"
     elif source == "imported":
-        coll, where = imported.load(spec, key), key
+        coll, where = imported.load(spec, key, qrels), key
     elif source == "hf_responses":
         coll, where = responses.load(spec, key), spec.get("path") or f"HF {spec['id']} {spec['split']}"
     elif source == "listwise":
@@ -53,6 +56,13 @@ def load(name: str, spec: dict, seed: int, irds_home: str | None = None) -> Coll
     if spec.get("sample_queries"):
         coll = sample_queries(coll, spec["sample_queries"], derive_seed(seed, "sample_queries", name))
     return check(coll, where)
+
+
+def load_qrels(path: str, queries: pl.DataFrame, corpus: pl.DataFrame) -> pl.DataFrame:
+    """The checked qrels of a dataset with a qrels file of its own (``path``,
+    :func:`posbias.config.qrels_file`), against its prepared queries and corpus: the checks :func:`load`
+    runs on a whole collection."""
+    return check_qrels(qrels_frame(*local.read_qrels(Path(path))), queries, corpus, path)
 
 
 def sample_queries(coll: Collection, n: int, seed: int) -> Collection:

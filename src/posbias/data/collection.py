@@ -89,9 +89,19 @@ def check(coll: Collection, source: str) -> Collection:
             f"{source}: {dup_q.height} query ids occur more than once (e.g. {dup_q['query_id'][0]}); "
             "query ids must be unique"
         )
-    known = set(coll.queries["query_id"].to_list())
-    unknown = coll.qrels.filter(~pl.col("query_id").is_in(known))
-    if unknown.height and unknown.height == coll.qrels.height:
+    coll.qrels = check_qrels(coll.qrels, coll.queries, coll.corpus, source)
+    return coll
+
+
+def check_qrels(qrels: pl.DataFrame, queries: pl.DataFrame, corpus: pl.DataFrame, source: str) -> pl.DataFrame:
+    """The qrels of a collection's queries (those of unknown queries dropped, with a warning), one
+    judgement per (query, doc); PosbiasError when no judged query is a query or no document judged
+    relevant is in the corpus. No qrels (a training set without judgements) pass as they are."""
+    if qrels.height == 0:
+        return qrels
+    known = set(queries["query_id"].to_list())
+    unknown = qrels.filter(~pl.col("query_id").is_in(known))
+    if unknown.height and unknown.height == qrels.height:
         raise PosbiasError(
             f"{source}: no query judged in the qrels is among the {len(known)} queries (e.g. qrels query "
             f"{unknown['query_id'][0]!r}, query {sorted(known)[0] if known else None!r}); the qrels and the "
@@ -105,13 +115,12 @@ def check(coll: Collection, source: str) -> Collection:
             n_queries,
             unknown.height,
         )
-        coll.qrels = coll.qrels.filter(pl.col("query_id").is_in(known))
-    judged_docs = coll.qrels.filter(pl.col("relevance") > 0)["doc_id"].unique(maintain_order=True)
-    if judged_docs.len() and not judged_docs.is_in(coll.corpus["doc_id"].implode()).any():
+        qrels = qrels.filter(pl.col("query_id").is_in(known))
+    judged_docs = qrels.filter(pl.col("relevance") > 0)["doc_id"].unique(maintain_order=True)
+    if judged_docs.len() and not judged_docs.is_in(corpus["doc_id"].implode()).any():
         raise PosbiasError(
             f"{source}: none of the {judged_docs.len()} doc ids the qrels judge relevant is in the corpus (e.g. qrels "
-            f"doc {judged_docs[0]!r}, corpus doc {coll.corpus['doc_id'][0]!r}), so every measure would be 0; the "
+            f"doc {judged_docs[0]!r}, corpus doc {corpus['doc_id'][0]!r}), so every measure would be 0; the "
             "qrels and the corpus do not belong together, or their doc ids are written differently"
         )
-    coll.qrels = coll.qrels.unique(["query_id", "doc_id"], keep="last", maintain_order=True)
-    return coll
+    return qrels.unique(["query_id", "doc_id"], keep="last", maintain_order=True)

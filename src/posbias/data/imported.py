@@ -68,8 +68,9 @@ def read_rank_llm(path: Path) -> tuple[dict[str, str], dict[str, str], pl.DataFr
     return queries, passages, canonical(pl.DataFrame(rows)), no_hits
 
 
-def load(spec: dict, key: str) -> Collection:
-    """Load an ``imported`` dataset: qrels, optional topics/corpus files and one or more runs."""
+def load(spec: dict, key: str, qrels: bool = True) -> Collection:
+    """Load an ``imported`` dataset: qrels (not with ``qrels=False``: empty), optional topics/corpus files
+    and one or more runs."""
     queries: dict[str, str] = {}
     passages: dict[str, str] = {}
     runs: dict[str, pl.DataFrame] = {}
@@ -115,10 +116,10 @@ def load(spec: dict, key: str) -> Collection:
                 f"{key}.runs.{name.split(':', 1)[1]}: {len(missing_q)} query ids of the run have no text "
                 f"(e.g. {sorted(missing_q)[0]}); add a `topics` file"
             )
-    qrels = qrels_frame(*read_qrels(require_file(spec["qrels"], "qrels", f"{key}.qrels")))
     return Collection(
         corpus=corpus_frame(list(passages), list(passages.values())),
         queries=queries_frame(list(queries), list(queries.values())),
-        qrels=qrels,
+        qrels=qrels_frame(*read_qrels(require_file(spec["qrels"], "qrels", f"{key}.qrels"))) if qrels
+        else qrels_frame([], [], []),
         runs=runs,
     )

@@ -12,6 +12,7 @@ Formats:
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 from posbias import textfiles
@@ -103,6 +104,22 @@ def read_qrels(path: Path) -> tuple[list[str], list[str], list[int]]:
     return qids, dids, rels
 
 
+# The small files whose content, as their reader reads it, decides whether their data job reruns
+# (:func:`content_digest`); a corpus can be gigabytes and is compared by its time stamp as usual.
+DIGESTED = {"topics": read_topics, "queries": read_topics, "qrels": read_qrels}
+
+
+def content_digest(path: str, what: str) -> str:
+    """A digest of what the reader of ``what`` (a key of :data:`DIGESTED`) makes of the file: a blank
+    line, a byte-order mark, CRLF line ends or a repeated identical judgement change nothing. A file the
+    reader refuses is digested by its bytes, so its job runs and fails with the reader's line."""
+    try:
+        content = repr(DIGESTED[what](Path(path))).encode()
+    except (PosbiasError, OSError):
+        content = Path(path).read_bytes() if Path(path).is_file() else b""
+    return hashlib.blake2b(content, digest_size=16).hexdigest()
+
+
 def read_corpus(path: Path) -> tuple[list[str], list[str], list[str]]:
     """Doc ids, titles and texts; a repeated doc id is an error naming both lines."""
     ids, titles, texts, linenos = [], [], [], []
@@ -128,8 +145,9 @@ def read_corpus(path: Path) -> tuple[list[str], list[str], list[str]]:
     return ids, titles, texts
 
 
-def load_beir(folder: str, split: str, key: str = "datasets") -> Collection:
-    """Load a BEIR-format folder; ``split`` picks ``qrels/<split>.tsv``."""
+def load_beir(folder: str, split: str, key: str = "datasets", qrels: bool = True) -> Collection:
+    """Load a BEIR-format folder; ``split`` picks ``qrels/<split>.tsv`` (not read with ``qrels=False``:
+    the collection's qrels are then empty)."""
     root = Path(folder).expanduser()
     if not root.is_dir():
         raise PosbiasError(f"{key}.path: BEIR folder {root} does not exist" + (" (it is a file)" if root.exists() else ""))
@@ -145,16 +163,16 @@ def load_beir(folder: str, split: str, key: str = "datasets") -> Collection:
     return Collection(
         corpus=corpus_frame(ids, texts, titles),
         queries=queries_frame(qids, qtexts),
-        qrels=qrels_frame(*read_qrels(qrels_path)),
+        qrels=qrels_frame(*read_qrels(qrels_path)) if qrels else qrels_frame([], [], []),
     )
 
 
-def load_trec(topics: str, qrels: str, corpus: str, key: str = "datasets") -> Collection:
-    """Load topics, qrels and a corpus from separate files."""
+def load_trec(topics: str, qrels: str | None, corpus: str, key: str = "datasets") -> Collection:
+    """Load topics, qrels and a corpus from separate files (no qrels, empty qrels, for ``qrels=None``)."""
     ids, titles, texts = read_corpus(require_file(corpus, "corpus", f"{key}.corpus"))
     qids, qtexts = read_topics(require_file(topics, "topics", f"{key}.topics"))
     return Collection(
         corpus=corpus_frame(ids, texts, titles),
         queries=queries_frame(qids, qtexts),
-        qrels=qrels_frame(*read_qrels(require_file(qrels, "qrels", f"{key}.qrels"))),
+        qrels=qrels_frame(*read_qrels(require_file(qrels, "qrels", f"{key}.qrels"))) if qrels else qrels_frame([], [], []),
     )

@@ -16,6 +16,7 @@ from pathlib import Path
 import polars as pl
 
 from posbias import provenance
+from posbias.atomic import replacing
 
 
 @dataclass
@@ -48,9 +49,11 @@ def write(table: Table, stem: str | Path, title: str) -> list[Path]:
     record = json.dumps(provenance.record(), sort_keys=True)
     lines += ["", table.notes, "", f"_{origin}_", "", f"<!-- {provenance.KEY} {record} -->", ""]
     md, csv, tex = stem.with_suffix(".md"), stem.with_suffix(".csv"), stem.with_suffix(".tex")
-    md.write_text("\n".join(lines))
-    table.data.write_csv(csv)
-    tex.write_text(f"% {origin}\n" + _latex(view, title, table.notes))
+    latex = f"% {origin}\n" + _latex(view, title, table.notes)
+    with replacing(md) as tmp_md, replacing(csv) as tmp_csv, replacing(tex) as tmp_tex:
+        tmp_md.write_text("\n".join(lines))
+        table.data.write_csv(tmp_csv)
+        tmp_tex.write_text(latex)
     return [md, csv, tex]
 
 
@@ -87,7 +90,8 @@ def save_figure(fig, path: str | Path, dpi: int = 120) -> None:
     import matplotlib.pyplot as plt
 
     record = f"{provenance.KEY} " + json.dumps(provenance.record(), sort_keys=True)
-    fig.savefig(path, dpi=dpi, metadata={provenance.KEY: record[len(provenance.KEY) + 1:]})
-    # no CreationDate: the same figure gives the same bytes (the record has no time stamp either)
-    fig.savefig(Path(path).with_suffix(".pdf"), metadata={"Subject": record, "CreationDate": None})
+    with replacing(path) as png, replacing(Path(path).with_suffix(".pdf")) as pdf:
+        fig.savefig(png, dpi=dpi, metadata={provenance.KEY: record[len(provenance.KEY) + 1:]})
+        # no CreationDate: the same figure gives the same bytes (the record has no time stamp either)
+        fig.savefig(pdf, metadata={"Subject": record, "CreationDate": None})
     plt.close(fig)

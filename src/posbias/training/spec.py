@@ -54,6 +54,8 @@ class TrainSpec:
     lora: dict | None = None  # hyper.lora; absent (the schema states no default) = full fine-tuning
 
     def __post_init__(self) -> None:
+        from posbias.config import check_hyper
+
         methods.get(self.method)
         check_hyper(vars(self))
 
@@ -83,10 +85,3 @@ class TrainSpec:
     @property
     def pointwise(self) -> bool:
         return self.kind.pointwise
-
-
-def check_hyper(hyper: dict) -> None:
-    """What the schema cannot say of a ``training.<name>.hyper`` block (its defaults filled); ValueError
-    with one line. The config check calls it before any job, a spec on construction."""
-    if hyper["lm_softmax"] == "identifiers" and hyper["lm_tokens"] != 1:
-        raise ValueError("lm_softmax: identifiers scores the first answer token only; set lm_tokens: 1")
