@@ -42,3 +42,20 @@ def test_a_different_stamp_discards_the_old_parts(tmp_path):
     folder.path("original.stats.json").write_text("{}")
     other = PartialFolder(final, "stamp-b")  # other settings, inputs or code
     assert not other.done("original.stats.json") and not other.path("original.stats.json").exists()
+
+
+def test_a_damaged_or_foreign_partial_folder_is_dropped_and_its_parts_redone(tmp_path):
+    """A ``.partial`` that is a file, has a damaged (non-text) stamp or none at all: nothing in it counts
+    as finished, so every order is reranked."""
+    final = tmp_path / "none.list-0"
+    hidden = tmp_path / ".none.list-0.partial"
+    hidden.write_bytes(b"\x00not a folder")
+    folder = PartialFolder(final, "stamp-a")
+    assert hidden.is_dir() and not folder.done("original.stats.json")
+    for stamp in (b"\xff\xfe\x00", None):  # damaged bytes; missing (a foreign copy)
+        folder.path("original.stats.json").write_text("{}")
+        (hidden / STAMP).unlink()
+        if stamp is not None:
+            (hidden / STAMP).write_bytes(stamp)
+        again = PartialFolder(final, "stamp-a")
+        assert not again.done("original.stats.json") and not again.path("original.stats.json").exists()
