@@ -108,3 +108,25 @@ def test_the_config_checker_names_the_line_of_a_yaml_syntax_error(tmp_path):
     lines = out.stdout.splitlines()
     assert out.returncode == 1 and lines[0].startswith(f"{bad}:4:4: not valid YAML"), out.stdout + out.stderr
     assert lines[1].startswith(f"{REPO / 'config' / 'config.yaml'}: ok (5 datasets"), out.stdout
+
+
+IRDS = ("from posbias.data import irds\n"
+        "try:\n    irds.queries('cranfield', {home!r})\nexcept Exception as exc:\n    print(type(exc).__name__, exc)")
+PREBUILT = ("from posbias.retrieval import lucene\nfrom posbias.retrieval.java import start_jvm\nstart_jvm()\n"
+            "from pyserini.search.lucene import LuceneSearcher\n"
+            "try:\n    lucene.open_searcher(LuceneSearcher, 'msmarco-v1-passage')\n"
+            "except Exception as exc:\n    print(type(exc).__name__, exc)")
+
+
+def test_a_collection_or_prebuilt_index_not_cached_fails_in_seconds_with_the_fetch_command(tmp_path):
+    """ir_datasets and pyserini's prebuilt indexes download on first use; offline and not cached, each
+    fails within seconds with one line naming the cache and the command that fetches it."""
+    env = {**_online_env(), "PYSERINI_CACHE": str(tmp_path / "pyserini")}
+    for code, expected in ((IRDS.format(home=str(tmp_path / "irds")), "fetch it on a login node with `snakemake "
+                            "--cores 4 data` (the same IR_DATASETS_HOME)"),
+                           (PREBUILT, "'msmarco-v1-passage' is not in pyserini's cache")):
+        start = time.perf_counter()
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+        line = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else out.stderr[-2000:]
+        assert line.startswith("PosbiasError") and expected in line, line
+        assert time.perf_counter() - start < 60

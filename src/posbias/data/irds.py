@@ -62,7 +62,8 @@ def _failure(exc: Exception, dataset_id: str) -> PosbiasError:
     if missing:
         return PosbiasError(
             f"datasets: {dataset_id!r} is not in the ir_datasets cache ({root}) and cannot be downloaded "
-            f"({type(exc).__name__}); put the file at {missing} (see ../shared/data/SOURCES.md)")
+            f"({type(exc).__name__}); fetch it on a login node with `snakemake --cores 4 data` (the same "
+            f"IR_DATASETS_HOME), or put the file at {missing} (see ../shared/data/SOURCES.md)")
     return PosbiasError(f"datasets: loading ir_datasets id {dataset_id!r} failed: {exc}")
 
 

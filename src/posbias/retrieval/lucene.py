@@ -80,9 +80,23 @@ def open_searcher(cls, index: Path | str, *args):
     except ValueError as exc:
         raise PosbiasError(f"pyserini prebuilt index {index!r} (datasets.<name>.prebuilt): {exc}") from None
     if searcher is None:
-        raise PosbiasError(f"datasets.<name>.prebuilt: {index!r} is not a pyserini prebuilt index of "
-                           f"{cls.__name__} (or it could not be downloaded); see pyserini's prebuilt index list")
+        raise PosbiasError(f"datasets.<name>.prebuilt: {_prebuilt_failure(index, cls.__name__)}")
     return searcher
+
+
+def _prebuilt_failure(index: str, searcher: str) -> str:
+    """Why pyserini gave no searcher for ``index``: a name it does not know, or one it could not download
+    (no network on this node), with the command that fetches it where there is network."""
+    from pyserini import prebuilt_index_info as info
+    from pyserini.util import get_cache_home
+
+    known = {**info.TF_INDEX_INFO, **info.IMPACT_INDEX_INFO, **info.FAISS_INDEX_INFO,
+             **info.LUCENE_HNSW_INDEX_INFO, **info.LUCENE_FLAT_INDEX_INFO}
+    if index not in known:
+        return f"{index!r} is not a pyserini prebuilt index of {searcher}; see pyserini's prebuilt index list"
+    return (f"{index!r} is not in pyserini's cache ({get_cache_home()}) and could not be downloaded from this "
+            f"node; fetch it on a login node with `python -c \"from pyserini.search.lucene import LuceneSearcher; "
+            f"LuceneSearcher.from_prebuilt_index('{index}')\"` (the same PYSERINI_CACHE)")
 
 
 def search_bm25(index_dir: Path | str, queries: pl.DataFrame, depth: int, k1: float, b: float, threads: int):
