@@ -16,6 +16,7 @@ import functools
 import logging
 import os
 import socket
+import sys
 import threading
 from pathlib import Path
 from urllib.parse import urlparse
@@ -62,8 +63,10 @@ def settle() -> bool:
     port = url.port or (443 if url.scheme == "https" else 80)
     if _reachable(url.hostname or "", port, PROBE_S):
         return False
-    os.environ["HF_HUB_OFFLINE"] = "1"  # child processes (torchrun, pyserini's encoders) inherit it
+    os.environ["HF_HUB_OFFLINE"] = "1"  # child processes and a later `import datasets` read it
     constants.HF_HUB_OFFLINE = True  # huggingface_hub and transformers read this at each call
+    if "datasets" in sys.modules:  # HF datasets read the variable once, at import
+        sys.modules["datasets"].config.HF_HUB_OFFLINE = True
     log.warning("the HF hub (%s) cannot be reached from this node: working offline, from the local cache (%s)",
                 constants.ENDPOINT, constants.HF_HUB_CACHE)
     return True
@@ -86,11 +89,12 @@ def cached(model_id: str) -> bool:
         return False
 
 
-def fetch_hint(model_id: str) -> str:
-    """The command that puts ``model_id`` into the cache this node reads, run where there is network."""
+def fetch_hint(repo_id: str, repo_type: str = "model") -> str:
+    """The command that puts ``repo_id`` into the cache this node reads, run where there is network."""
     from huggingface_hub import constants
 
-    return f"fetch it on a login node with `hf download {model_id}` (cache {constants.HF_HUB_CACHE})"
+    kind = "" if repo_type == "model" else f" --repo-type {repo_type}"
+    return f"fetch it on a login node with `hf download{kind} {repo_id}` (cache {constants.HF_HUB_CACHE})"
 
 
 def require(model_id: str | None, key: str) -> None:

@@ -22,6 +22,9 @@ PROMPT, RESPONSES, TEXT, RATING = "instruction", "completions", "response", "ove
 
 
 def _rows(spec: dict, key: str):
+    from posbias import hub
+
+    offline = hub.settle()  # before `import datasets`, which reads HF_HUB_OFFLINE once
     import datasets
 
     try:
@@ -33,6 +36,9 @@ def _rows(spec: dict, key: str):
         raise PosbiasError(f"{key}: {spec.get('path') or spec['id']} cannot be read ({str(exc).splitlines()[0]}); "
                            "give a local file as `path` or fill the HF cache on a machine with access") from None
     except (ConnectionError, OSError, ValueError) as exc:
+        if offline and not spec.get("path"):
+            raise PosbiasError(f"{key}.id: HF dataset {spec['id']!r} is not in the local HF cache and the hub cannot be "
+                               f"reached from this node; {hub.fetch_hint(spec['id'], 'dataset')}") from None
         raise PosbiasError(f"{key}: HF dataset {spec.get('path') or spec['id']!r} split {spec['split']!r} cannot be "
                            f"loaded ({type(exc).__name__}: {str(exc).splitlines()[0]}); check `id`, `split` and "
                            "the HF cache (HF_HOME), or give a local file as `path`") from None
