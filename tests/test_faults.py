@@ -8,6 +8,7 @@ kill leaves even less of the new artifact."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -155,6 +156,43 @@ if os.environ.get("GATE") and ".snakemake/scripts/" in " ".join(sys.argv):
     while not pathlib.Path(os.environ["GATE"]).exists():
         time.sleep(0.05)
 """
+
+
+# Kills the first job script of a run with SIGKILL, as the kernel's OOM killer (or SLURM's OUT_OF_MEMORY)
+# would; the marker file makes the retry live.
+OOM = """
+import os, pathlib, signal, sys
+if os.environ.get("OOM_ONCE") and ".snakemake/scripts/" in " ".join(sys.argv):
+    marker = pathlib.Path(os.environ["OOM_ONCE"])
+    if not marker.exists():
+        marker.write_text(" ".join(sys.argv))
+        os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+@pytest.mark.workflow
+def test_a_job_killed_for_memory_is_retried_with_twice_the_memory(workdir, tmp_path):
+    """A data job SIGKILLed on its first attempt (what the OOM killer does) is retried where retries are
+    configured (--retries 1, as the slurm profile sets), asking for its memory times the attempt."""
+    from tests.test_bad_input import _config, _write_files
+
+    _write_files(workdir / "in", {})
+    configfile = workdir / "oom.yaml"
+    configfile.write_text(yaml.safe_dump(_config("trec"), sort_keys=False))
+    (tmp_path / "oom").mkdir()
+    (tmp_path / "oom" / "sitecustomize.py").write_text(OOM)
+    env = {**os.environ, "OOM_ONCE": str(tmp_path / "killed"),
+           "PYTHONPATH": os.pathsep.join([str(tmp_path / "oom"), os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir),
+                          "--configfile", str(configfile), "--replace-workflow-config", "--cores", "1", "--retries", "1",
+                          "data"], cwd=workdir, capture_output=True, text=True, timeout=600, env=env)
+    console = out.stdout + out.stderr
+    assert out.returncode == 0 and (tmp_path / "killed").is_file(), console[-3000:]
+    killed = re.search(r"rule (\w+):\n(?:    .*\n)*?    resources: .*?mem_mb=(\d+)", console)
+    rule, first = killed.group(1), int(killed.group(2))
+    retried = re.findall(rf"rule {rule}:\n(?:    .*\n)*?    resources: .*?mem_mb=(\d+)", console)
+    assert [int(m) for m in retried] == [first, 2 * first], (rule, retried, console[-3000:])
+    assert (workdir / "results" / "data" / "mine" / "qrels.parquet").is_file()
 
 
 @pytest.mark.workflow
