@@ -80,7 +80,7 @@ def dataset_files(wildcards):
 
 def small_files(spec):
     """{path: what} of a dataset's topics, queries and qrels files: their jobs rerun when what their
-    reader reads changes (params content_digests), not on a new time stamp (ancient inputs)."""
+    reader reads changes (the ``content`` param), not on a new time stamp (ancient inputs)."""
     return {path: what for _, what, path in pbconfig.named_files(spec) if what in pblocal.DIGESTED}
 
 
@@ -91,12 +91,14 @@ def text_files(wildcards):
 
 
 def text_digests(wildcards):
+    """The content digests of the small files among a dataset's text files (posbias.data.local)."""
     spec = config["datasets"][wildcards.dataset]
     small = small_files(spec)
     return {p: pblocal.content_digest(p, small[p]) for p in pbconfig.text_files(spec) if p in small}
 
 
 def qrels_input(wildcards):
+    """A dataset's own qrels file, compared by content (qrels_digest), not by time stamp."""
     return ancient(pbconfig.qrels_file(config["datasets"][wildcards.dataset]))
 
 
