@@ -110,10 +110,15 @@ def _yaml_number_hint(error) -> str:
     """Where a number was expected and YAML read a string such as ``1e-3`` (YAML 1.1, PyYAML's, reads
     an exponent without a decimal point as a string): how to write it so it is read as a number."""
     expected = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
-    text = error.instance
-    if error.validator != "type" or not isinstance(text, str) or not {"number", "integer"} & set(expected):
+    if error.validator != "type" or not {"number", "integer"} & set(expected):
         return ""
-    if not _EXPONENT.fullmatch(text.strip()):
+    return exponent_hint(error.instance)
+
+
+def exponent_hint(text) -> str:
+    """``; YAML reads 1e-3 as a string: write 1.0e-3`` where ``text`` is such a string, else ``""`` (also
+    for the compute plan's throughput table, which is YAML too)."""
+    if not isinstance(text, str) or not _EXPONENT.fullmatch(text.strip()):
         return ""
     mantissa, exponent = re.split("[eE]", text.strip())
     return f"; YAML reads {text} as a string: write {mantissa}.0e{exponent}"
@@ -281,10 +286,10 @@ def check_duplicate_keys(paths) -> None:
             try:
                 yaml.load(handle, Loader=Strict)  # noqa: S506 (a SafeLoader subclass)
             except yaml.MarkedYAMLError as exc:
-                raise ValueError(_yaml_syntax(path, exc)) from None
+                raise ValueError(f"config: {yaml_syntax(path, exc)}") from None
 
 
-def _yaml_syntax(path, exc) -> str:
+def yaml_syntax(path, exc) -> str:
     """One line for a YAML syntax error: the file, the line and column where the parser gave up, what it
     found, and the usual causes."""
     mark = exc.problem_mark or exc.context_mark
@@ -292,7 +297,7 @@ def _yaml_syntax(path, exc) -> str:
     context = exc.context and (f"{exc.context} started at line {exc.context_mark.line + 1}" if exc.context_mark
                                else exc.context)
     what = "; ".join(str(part) for part in (context, exc.problem) if part)
-    return (f"config: {where}: not valid YAML ({what}); check the indentation (spaces, no tabs) and the "
+    return (f"{where}: not valid YAML ({what}); check the indentation (spaces, no tabs) and the "
             "brackets and quotes of this line and the one before")
 
 

@@ -422,9 +422,8 @@ def _rate(path, where: str, value, zero: bool) -> float:
     ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
     if not ok or value < 0 or (value == 0 and not zero):
         need = "a number ≥ 0" if zero else "a number > 0"
-        hint = "; YAML reads 1e-3 as a string: write 1.0e-3" if isinstance(value, str) and "e" in value else ""
-        raise PosbiasError(f"{path}: {where} is {value!r}, not {need}{hint}; fix the row (device-hours would be "
-                           "wrong or negative)")
+        raise PosbiasError(f"{path}: {where} is {value!r}, not {need}{pbconfig.exponent_hint(value)}; fix the row "
+                           "(device-hours would be wrong or negative)")
     return float(value)
 
 
@@ -436,10 +435,8 @@ def read_throughput(path: str | Path, device: str) -> tuple[list[Throughput], di
                            "(config/throughput.yaml ships with the workflow)")
     try:
         table = yaml.safe_load(Path(path).read_text())
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise PosbiasError(f"{path}{f':{mark.line + 1}' if mark else ''}: not valid YAML "
-                           f"({getattr(exc, 'problem', exc)}); fix the throughput table (plan.throughput)") from None
+    except yaml.MarkedYAMLError as exc:
+        raise PosbiasError(pbconfig.yaml_syntax(path, exc)) from None
     devices = table.get("devices") if isinstance(table, dict) else None
     if not isinstance(devices, dict) or device not in devices:
         raise PosbiasError(f"{path}: plan.device {device!r} has no entry under `devices` "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import polars as pl
@@ -40,9 +41,10 @@ def corpus_frame(doc_ids: list[str], texts: list[str], titles: list[str] | None 
     )
 
 
-def qrels_frame(query_ids: list, doc_ids: list, relevance: list[int]) -> pl.DataFrame:
+def qrels_frame(query_ids: Sequence = (), doc_ids: Sequence = (), relevance: Sequence[int] = ()) -> pl.DataFrame:
+    """Judgements in schema QRELS; no arguments give none (a loader asked not to read its qrels file)."""
     return pl.DataFrame(
-        {"query_id": [str(q) for q in query_ids], "doc_id": [str(d) for d in doc_ids], "relevance": relevance},
+        {"query_id": [str(q) for q in query_ids], "doc_id": [str(d) for d in doc_ids], "relevance": list(relevance)},
         schema={"query_id": pl.String, "doc_id": pl.String, "relevance": pl.Int32},
     )
 

@@ -120,6 +120,6 @@ def load(spec: dict, key: str, qrels: bool = True) -> Collection:
         corpus=corpus_frame(list(passages), list(passages.values())),
         queries=queries_frame(list(queries), list(queries.values())),
         qrels=qrels_frame(*read_qrels(require_file(spec["qrels"], "qrels", f"{key}.qrels"))) if qrels
-        else qrels_frame([], [], []),
+        else qrels_frame(),
         runs=runs,
     )

@@ -163,7 +163,7 @@ def load_beir(folder: str, split: str, key: str = "datasets", qrels: bool = True
     return Collection(
         corpus=corpus_frame(ids, texts, titles),
         queries=queries_frame(qids, qtexts),
-        qrels=qrels_frame(*read_qrels(qrels_path)) if qrels else qrels_frame([], [], []),
+        qrels=qrels_frame(*read_qrels(qrels_path)) if qrels else qrels_frame(),
     )
 
 
@@ -174,5 +174,5 @@ def load_trec(topics: str, qrels: str | None, corpus: str, key: str = "datasets"
     return Collection(
         corpus=corpus_frame(ids, texts, titles),
         queries=queries_frame(qids, qtexts),
-        qrels=qrels_frame(*read_qrels(require_file(qrels, "qrels", f"{key}.qrels"))) if qrels else qrels_frame([], [], []),
+        qrels=qrels_frame(*read_qrels(require_file(qrels, "qrels", f"{key}.qrels"))) if qrels else qrels_frame(),
     )
