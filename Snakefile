@@ -22,6 +22,8 @@ Stage targets: `snakemake data`, `snakemake retrieval`, `snakemake evaluation`, 
 writes the compute plan (results/plan/cost.md) from the data and first-stage runs alone.
 """
 
+import time
+
 from snakemake.utils import min_version
 
 from posbias import provenance
@@ -35,6 +37,10 @@ put_on_pythonpath(f"{workflow.current_basedir}/src")
 
 
 configfile: "config/config.yaml"
+
+
+STARTED = time.time()  # the reproduction summary is printed for a matrix this run wrote
+REPRODUCTION_CSV = "results/tables/reproduction.csv"
 
 
 include: "rules/common.smk"
@@ -62,6 +68,7 @@ localrules:
     paper_table,
     paper_figure,
     plan_check,
+    reproduction,
 
 
 wildcard_constraints:
@@ -101,6 +108,9 @@ onstart:
 
 onsuccess:
     release_scheduler_timers()
+    # the reproduction matrix's one-line summary, when this run wrote it
+    if Path(REPRODUCTION_CSV).exists() and Path(REPRODUCTION_CSV).stat().st_mtime >= STARTED:
+        print(f"posbias: {reproduction.summary_of(REPRODUCTION_CSV)}", file=sys.stderr)
     print(f"posbias: done; tables are in {Path('results/tables').resolve()}", file=sys.stderr)
 
 

@@ -5,7 +5,7 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 
 from posbias import config as pbconfig
-from posbias import consumers, debiasing, methods, orders, paper
+from posbias import consumers, debiasing, methods, orders, paper, reproduction
 from posbias import plan as pbplan
 from posbias.data import local as pblocal
 from posbias.errors import PosbiasError

@@ -78,3 +78,39 @@ rule report:
         rules.stability_all.output if STABILITY_TARGETS else [],
         # the compute plan beside the run (rules/plan.smk)
         rules.plan_check.output,
+        # the papers' figures beside the run (rule reproduction, below)
+        "results/tables/reproduction.md",
+
+
+# The reproduction matrix: every figure of config/reproduction/ bound to this run's results at DAG time
+# (posbias.reproduction.plan), so the rule reads exactly the result files its figures need.
+REPRODUCTION = reproduction.plan(config)
+
+
+rule reproduction:
+    input:
+        expected=REPRODUCTION.expected,
+        identities=REPRODUCTION.identities,
+        results=REPRODUCTION.files,
+    output:
+        md=report(
+            "results/tables/reproduction.md",
+            caption="../docs/captions/reproduction.rst",
+            category="Reproduction",
+        ),
+        csv="results/tables/reproduction.csv",
+        tex="results/tables/reproduction.tex",
+    log:
+        "logs/tables/reproduction.log",
+    benchmark:
+        "benchmarks/tables/reproduction.tsv"
+    conda:
+        "../envs/eval.yaml"
+    resources:
+        mem_mb=lambda w, attempt: 2000 * attempt,
+        runtime=10,
+    params:
+        provenance=REPORT_LINE,
+        bindings=REPRODUCTION.bindings,
+    script:
+        "../workflow/scripts/reproduction.py"
