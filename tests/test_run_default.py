@@ -182,6 +182,18 @@ def test_the_papers_tables_and_figures_in_every_format(default_run):
     assert set(t2["retriever"]) == {"bm25", "dense", "splade", "rrf"}
 
 
+def test_the_reproduction_matrix_compares_only_the_imported_first_stage(default_run):
+    """The toy and the tiny models are never compared with a paper: every paper figure is not run, and the
+    imported DL19 BM25 run reproduces Anserini's 0.5058 (OK); the console ends with the summary line."""
+    matrix = default_run.table("reproduction")
+    marks = dict(zip(matrix["id"], matrix["mark"]))
+    assert marks.pop("anserini-bm25-dl19") == "OK"
+    assert set(marks.values()) == {"not run"}
+    assert (f"posbias: reproduction: 1 OK, 0 differ, {matrix.height - 1} not run; results/tables/reproduction.md"
+            in default_run.console)
+    assert "| df-table1-original | debiasfirst |" in default_run.text("results", "tables", "reproduction.md")
+
+
 def test_every_artifact_records_what_produced_it(default_run):
     """The job's rule, wildcards, config slice and the code version."""
     from posbias import provenance

@@ -23,8 +23,6 @@ import yaml
 
 from posbias import config as pbconfig
 from posbias.data.local import content_digest
-from posbias.errors import PosbiasError
-from posbias.models import resolve as resolve_model
 
 
 @dataclass(frozen=True)
@@ -71,12 +69,8 @@ def _is_collection(spec: dict, ident: dict) -> bool:
 
 
 def _model_path(config: dict, ref: str | None) -> str | None:
-    if ref is None:
-        return None
-    try:
-        return resolve_model(ref, config["models"])
-    except PosbiasError:
-        return ref
+    """An encoder's weights: a models entry's path, or the HF id the retriever names itself."""
+    return config["models"].get(ref, {}).get("path", ref) if ref else None
 
 
 def _is_retriever(config: dict, retriever: str, ident: dict) -> bool:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -70,12 +71,21 @@ def _files(source: str, debias_default: str | None = "none") -> Callable[[dict, 
     return files
 
 
+def _list_level(debias: str) -> bool:
+    """Whether a debias value aggregates K reranked lists into one (PermSC over the shuffles)."""
+    try:
+        return debiasing.parse(debias).level == "list"
+    except ValueError:
+        return False
+
+
 def _permsc_files(bound: dict, available: set[str]) -> list[str]:
-    """The plain system's file and every list-level PermSC@K file the run has for it."""
+    """The plain system's file and every list-level aggregation (PermSC@K) file the run has for it."""
     plain = _files("rerank")(bound, available)
     (dataset, retriever), = bound["cells"]
     more = [f for m in bound["models"] for f in available
-            if f.startswith(f"results/metrics/rerank/{m}/{dataset}/{retriever}/permsc@") and f.endswith(".parquet")]
+            if f.startswith(f"results/metrics/rerank/{m}/{dataset}/{retriever}/")
+            and _list_level(Path(f).name.removesuffix(".parquet"))]
     return plain + sorted(more)
 
 
@@ -116,7 +126,7 @@ def _rows(frame: pl.DataFrame, model: str | None, cell: tuple[str, str], **equal
 def per_shuffle(frame: pl.DataFrame, model: str, cell: tuple[str, str], debias: str, measure: str) -> dict[int, float]:
     """Mean ``measure`` over queries per shuffle seed (orders ``shuffled-<seed>``)."""
     rows = _rows(frame, model, cell, debias=debias, measure=measure).filter(pl.col("order").str.starts_with("shuffled-"))
-    means = rows.group_by("order").agg(pl.col("value").mean()).with_columns(
+    means = rows.group_by("order", maintain_order=True).agg(pl.col("value").mean()).with_columns(
         seed=pl.col("order").str.split("-").list.get(1).cast(pl.Int64))
     return dict(zip(means["seed"].to_list(), means["value"].to_list()))
 
@@ -229,7 +239,7 @@ def _per_query(frame, model, cell, debias, order, measure) -> dict[str, float]:
     rows = rows.filter(pl.col("order").str.starts_with("shuffled-")) if order == "shuffled" else rows.filter(pl.col("order") == order)
     if rows.is_empty():
         raise NotRun(f"{model} has no {order} order with {debias} on {cell[0]}")
-    means = rows.group_by("query_id").agg(pl.col("value").mean())
+    means = rows.group_by("query_id", maintain_order=True).agg(pl.col("value").mean())
     return dict(zip(means["query_id"].to_list(), means["value"].to_list()))
 
 
@@ -275,9 +285,8 @@ def permsc_peak(frame: pl.DataFrame, bound: dict) -> Measured:
     for model in bound["models"]:
         by_k = {1: system_value(frame, model, cell, "none", "shuffled", bound["measure"])}
         for debias in _rows(frame, model, cell)["debias"].unique().to_list():
-            spec = debiasing.parse(debias)
-            if spec.method == "permsc":
-                by_k[spec.k] = system_value(frame, model, cell, debias, "original", bound["measure"])
+            if _list_level(debias):
+                by_k[debiasing.parse(debias).k] = system_value(frame, model, cell, debias, "original", bound["measure"])
         if len(by_k) < 2:
             raise NotRun(f"{model} has no list-level PermSC@K on {cell[0]}")
         ks = sorted(by_k)
