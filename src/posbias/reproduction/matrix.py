@@ -15,9 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import polars as pl
 
+from posbias.paper.stats import mean_sd
 from posbias.paper.writers import Table
 from posbias.reproduction.expected import Expected, load
 from posbias.reproduction.identity import Names, resolve
@@ -127,8 +127,7 @@ def row(figure: Expected, outcome: Measured | str) -> dict:
                 "note": outcome}
     scale = figure.scale ** STATISTICS[figure.statistic].power
     values = [v * scale for v in outcome.values]
-    mean = float(np.mean(values))
-    sd = float(np.std(values, ddof=1)) if len(values) > 1 else math.nan
+    mean, sd = mean_sd(values)
     return {**base, "run_mean": mean, "run_sd": sd, "seeds": len(values), "gap": mean - figure.value,
             "mark": OK if figure.holds(mean) else DIFFERS, "note": outcome.note}
 

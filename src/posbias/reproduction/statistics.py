@@ -23,7 +23,7 @@ import polars as pl
 from posbias import config as pbconfig
 from posbias import debiasing
 from posbias.paper.pool_figures import pool_summary
-from posbias.paper.stats import ALPHA, holm, paired_pvalue
+from posbias.paper.stats import ALPHA, holm, mean_sd, paired_pvalue
 
 SCHEMAS = {"retrieval": "metrics", "rerank": "rerank_metrics", "stability": "stability", "decisions": "decisions",
            "pool": "pool", "propensity": "propensity_samples", "listwise": "listwise"}
@@ -145,8 +145,9 @@ def system_value(frame: pl.DataFrame, model: str, cell: tuple[str, str], debias:
     return float(rows["value"].mean())
 
 
-def _seed_mean(values: list[float]) -> float:
-    return float(np.mean(values))
+def _mean(values: list[float]) -> float:
+    """The mean over a system's seed models (:func:`posbias.paper.stats.mean_sd`)."""
+    return mean_sd(values)[0]
 
 
 def _across_cells(bound: dict, one: Callable[[str, tuple[str, str]], float]) -> list[float]:
@@ -185,7 +186,7 @@ def _over(bound: dict) -> str:
 
 def _other(frame: pl.DataFrame, versus: dict, cell: tuple[str, str], default: dict) -> float:
     """The compared system's value on one cell, averaged over its seeds."""
-    return _seed_mean([system_value(frame, m, cell, versus["debias"], versus.get("order", default["order"]),
+    return _mean([system_value(frame, m, cell, versus["debias"], versus.get("order", default["order"]),
                                     versus.get("measure", default["measure"])) for m in versus["models"]])
 
 
@@ -231,7 +232,7 @@ def _versus_per_shuffle(frame, versus, cell, measure, mine) -> dict[int, float]:
             seeds.setdefault(s, []).append(v)
     if set(mine) - set(seeds):
         raise NotRun(f"{versus['models'][0]} lacks shuffle seeds {sorted(set(mine) - set(seeds))}")
-    return {s: _seed_mean(v) for s, v in seeds.items()}
+    return {s: _mean(v) for s, v in seeds.items()}
 
 
 def _per_query(frame, model, cell, debias, order, measure) -> dict[str, float]:
@@ -312,14 +313,14 @@ def stability_gain(frame: pl.DataFrame, bound: dict) -> Measured:
     pooled gain over (base, collection) cells when several collections are given)."""
     versus, = bound["versus"]
     return Measured(_across_cells(bound, lambda m, c: _stability(frame, m, c, bound, bound["column"])
-                                  - _seed_mean([_stability(frame, o, c, versus, bound["column"]) for o in versus["models"]])),
+                                  - _mean([_stability(frame, o, c, versus, bound["column"]) for o in versus["models"]])),
                     _over(bound))
 
 
 def stability_spread(frame: pl.DataFrame, bound: dict) -> Measured:
     """The largest minus the smallest of several scorers' stability column (each the mean over its
     seeds and the collections)."""
-    means = [_seed_mean(_across_cells(s, lambda m, c, s=s: _stability(frame, m, c, s, bound["column"])))
+    means = [_mean(_across_cells(s, lambda m, c, s=s: _stability(frame, m, c, s, bound["column"])))
              for s in _systems(bound)]
     return Measured([max(means) - min(means)], f"over {len(means)} scorers")
 
