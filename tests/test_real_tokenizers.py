@@ -184,7 +184,7 @@ def test_the_grades_skeleton_is_what_the_tokenizer_produces_and_each_slot_reads_
 
 def test_generated_tokens_count_the_eos_where_it_is_the_pad_token(built, dl19):
     """Zephyr pads with its EOS: counting the non-pad tokens dropped the EOS a row stopped at."""
-    from posbias.rerankers.generation import generated_length
+    from posbias.engines.hf import generated_length
 
     assert generated_length([5, 7, 2, 2, 2], {2}) == 3  # EOS = pad = 2: three tokens were generated
     assert generated_length([5, 7, 9], {2}) == 3 and generated_length([2, 0, 0], {2}) == 1
@@ -268,9 +268,9 @@ def test_a_generation_prompt_leaves_room_for_its_answer(built, dl19, name):
 
     read, scores = [], generation.identifier_scores
 
-    def recording(model, tokenizer, encoded, paths, *args):  # the longest sequence each forward pass reads
+    def recording(engine, encoded, paths):  # the longest sequence each forward pass reads
         read.append(max(len(e) for e in encoded) + max(len(p) - 1 for row in paths for p in row))
-        return scores(model, tokenizer, encoded, paths, *args)
+        return scores(engine, encoded, paths)
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(generation, "identifier_scores", recording)

@@ -13,7 +13,7 @@ import functools
 import re
 from pathlib import Path
 
-from posbias import consumers, debiasing, methods, orders
+from posbias import consumers, debiasing, engines, methods, orders
 from posbias.errors import PosbiasError
 from posbias.textfiles import require_file
 
@@ -321,6 +321,11 @@ def check_settings(config: dict, files: bool = True) -> None:
             if deepspeed and not Path(deepspeed).expanduser().is_file():
                 raise ValueError(f"config: training.{name}.hyper.deepspeed: {deepspeed} is not a file; give the "
                                  "path of a DeepSpeed JSON config (or null)")
+    for name, model in config["models"].items():
+        engine = engines.ENGINES[model.get("engine", "transformers")]
+        if model["kind"] == "causal_lm" and model["mode"] not in engine.modes:
+            raise ValueError(f"config: models.{name}.engine {model['engine']}: mode {model['mode']} runs on "
+                             f"transformers only ({engine.why_not}); set engine: transformers")
     rr = config["reranking"]
     if rr["step"] > rr["window"]:
         raise ValueError(f"config: reranking.step {rr['step']} is larger than reranking.window {rr['window']}: "
@@ -869,7 +874,8 @@ def _register(config: dict, name: str, run: dict) -> None:
     if name in config["models"]:
         raise ValueError(f"{where}: the name is already a models entry; trained models need their own names")
     config["models"][name] = {**{k: base[k] for k in ("dtype", "max_context", "attn_implementation",
-                                                     "trust_remote_code", "batch_size", "grade_window", "prompt", "identifiers", "params_b")
+                                                     "trust_remote_code", "batch_size", "grade_window", "prompt", "identifiers", "params_b",
+                                                     "engine", "vllm")
                                  if k in base},
                               "kind": "causal_lm", "mode": base["mode"], "path": f"results/models/{name}",
                               "trained": True}

@@ -65,7 +65,7 @@ class LMReader:
     def answer(self, questions: list[Question]) -> list[str]:
         import torch
 
-        from posbias.rerankers.lm import batches_by_length, pad_left
+        from posbias.engines.hf import batches_by_length, pad_left
 
         budget = self.spec.max_context - self.max_new_tokens
         encoded = [self.tokenizer(self.prompt(q), add_special_tokens=True)["input_ids"][-budget:] for q in questions]

@@ -136,8 +136,9 @@ def rerank(reranker: Reranker, lists: list[Candidates], window: int = _RR["windo
     with tqdm(total=total, desc="windows", unit="win", mininterval=5) as bar:
         for t in range(rounds):
             todo = [(qid, plan[t]) for qid, plan in plans.items() if t < len(plan)]
-            for b in range(0, len(todo), batch_size):
-                chunk = todo[b:b + batch_size]
+            size = len(todo) if reranker.batches_itself else batch_size  # an engine that schedules takes all
+            for b in range(0, len(todo), size):
+                chunk = todo[b:b + size]
                 windows = []
                 for qid, (start, end) in chunk:
                     docs = current[qid][start:end]

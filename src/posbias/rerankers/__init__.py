@@ -37,7 +37,7 @@ def build(spec: dict, path: str | None, grades: dict[str, dict[str, int]], seed:
     lm = LMSpec(path=path, dtype=spec["dtype"], max_context=spec["max_context"],
                 attn_implementation=spec["attn_implementation"], trust_remote_code=spec["trust_remote_code"],
                 word_budget=word_budget, batch_size=spec["batch_size"], device=device,
-                prompt=spec["prompt"], identifiers=spec["identifiers"])
+                prompt=spec["prompt"], identifiers=spec["identifiers"], engine=spec["engine"], vllm=spec["vllm"])
     if spec["mode"] == "grades":
         from posbias.rerankers.grades import GradesScorer
 

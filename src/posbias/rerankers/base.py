@@ -12,6 +12,8 @@ scores where it has them). Its capabilities are declared, not probed:
   window i mod W; :class:`posbias.rerankers.debiased.RoundRobinWindowing`).
 - ``capcal``: how it supports CapCal: ``"single_step"`` (it implements
   :meth:`Reranker.calibration_inputs`), ``"sequential"`` (:meth:`Reranker.rank_calibrated`), or None.
+- ``batches_itself``: its engine batches and schedules requests itself (vLLM, :mod:`posbias.engines`):
+  :func:`posbias.rerank.rerank` hands it a whole round of windows at once instead of ``batch_size``.
 - ``stats``: counters since the last :meth:`Reranker.reset_stats` (forward passes, prompt tokens,
   truncations, …), reported per order in the stats JSON.
 """
@@ -65,6 +67,7 @@ class Reranker(ABC):
     window: int | None = None
     windowing: str = "contiguous"
     capcal: str | None = None  # None | "single_step" | "sequential"
+    batches_itself: bool = False
 
     def __init__(self) -> None:
         self.stats: dict[str, int] = {}

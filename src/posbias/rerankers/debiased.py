@@ -41,6 +41,7 @@ class _Wrapper(Reranker):
         super().__init__()
         self.base = base
         self.pointwise, self.window, self.windowing, self.stats = base.pointwise, base.window, base.windowing, base.stats
+        self.batches_itself = base.batches_itself
 
 
 class PermutationDebiased(_Wrapper):

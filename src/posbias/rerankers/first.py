@@ -15,12 +15,7 @@ from __future__ import annotations
 
 from posbias.prompts import IDENTIFIERS, render
 from posbias.rerankers.base import Reranker, Window, WindowResult, by_score
-from posbias.rerankers.lm import (
-    LMSpec,
-    identifier_scores,
-    load,
-    readout,
-)
+from posbias.rerankers.lm import LMSpec, identifier_scores, load_engine, readout
 
 
 class FirstReranker(Reranker):
@@ -29,7 +24,8 @@ class FirstReranker(Reranker):
     def __init__(self, spec: LMSpec, loaded: tuple | None = None):
         super().__init__()
         self.spec = spec
-        self.tokenizer, self.model = loaded or load(spec)
+        self.tokenizer, self.engine = load_engine(spec, loaded)
+        self.batches_itself = self.engine is not None and self.engine.schedules_batches
         self.readout = readout(self.tokenizer, spec.prompt, spec.identifiers, len(IDENTIFIERS))
         self.paths = self.readout.paths
         self.stats = {"forward_passes": 0, "prompt_tokens": 0, "truncated_passages": 0}
@@ -82,8 +78,7 @@ class FirstReranker(Reranker):
 
     def identifier_logits(self, encoded: list[list[int]], counts: list[int]) -> tuple[list[list[float]], list]:
         """Scores of each row's identifiers (row i has counts[i] passages), and each row's (calls, tokens)."""
-        scores, costs = identifier_scores(self.model, self.tokenizer, encoded, [self.paths[:n] for n in counts],
-                                          self.spec.batch_size, self.spec.device)
+        scores, costs = identifier_scores(self.engine, encoded, [self.paths[:n] for n in counts])
         self.stats["forward_passes"] += sum(c for c, _ in costs)
         self.stats["prompt_tokens"] += sum(t for _, t in costs)
         return scores, costs

@@ -12,15 +12,7 @@ import re
 from posbias.errors import PosbiasError
 from posbias.prompts import IDENTIFIERS, identifiers, render
 from posbias.rerankers.base import Reranker, Window, WindowResult
-from posbias.rerankers.lm import (
-    LMSpec,
-    answer_context,
-    batches_by_length,
-    identifier_scores,
-    load,
-    pad_left,
-    readout,
-)
+from posbias.rerankers.lm import LMSpec, answer_context, identifier_scores, load_engine, readout
 
 _ID = re.compile(r"\[\s*([A-Z]|\d+)\s*\]")  # word-level tokenizers decode "[ A ]"
 
@@ -38,16 +30,6 @@ def parse_ranking(text: str, n: int, style: str = "letters") -> tuple[list[int],
     return order, missing
 
 
-def generated_length(row: list[int], stop_ids: set[int]) -> int:
-    """Tokens a model generated in one row of ``generate``'s output: up to and including its first stop
-    token, or the whole row. Counting the tokens that are not padding would drop the EOS itself where
-    the pad token is the EOS (Zephyr's)."""
-    for k, token in enumerate(row):
-        if token in stop_ids:
-            return k + 1
-    return len(row)
-
-
 def max_new_tokens(n: int) -> int:
     """The decoding budget for a window of ``n`` passages (``[A] > [B] > …`` takes about 4 tokens each)."""
     return 5 * n + 4
@@ -59,7 +41,8 @@ class GenerationReranker(Reranker):
     def __init__(self, spec: LMSpec, loaded: tuple | None = None):
         super().__init__()
         self.spec = spec
-        self.tokenizer, self.model = loaded or load(spec)
+        self.tokenizer, self.engine = load_engine(spec, loaded)
+        self.batches_itself = self.engine is not None and self.engine.schedules_batches
         self.readout = readout(self.tokenizer, spec.prompt, spec.identifiers, len(IDENTIFIERS))
         self.paths = self.readout.paths
         self._steps: list[tuple[int, ...]] | None = None  # step_tokens, read once (rank_calibrated)
@@ -67,8 +50,6 @@ class GenerationReranker(Reranker):
                       "missing_ids": 0, "truncated_passages": 0}
 
     def rank(self, windows: list[Window]) -> list[WindowResult]:
-        import torch
-
         encoded = []
         for w in windows:  # the prompt leaves room in the context for the longest answer generate() may write
             prompt = render(self.tokenizer, w.query, w.texts, self.spec.word_budget,
@@ -76,42 +57,26 @@ class GenerationReranker(Reranker):
                             style=self.spec.prompt, id_style=self.spec.identifiers)
             self.stats["truncated_passages"] += prompt.truncated
             encoded.append(prompt.input_ids or self.tokenizer(prompt.text, add_special_tokens=True)["input_ids"])
-        if self.model is None:  # counting only (the compute plan): decoding steps are unknown; their bound
+        if self.engine is None:  # counting only (the compute plan): decoding steps are unknown; their bound
             self.stats["prompt_tokens"] += sum(len(e) for e in encoded)
             return [WindowResult(order=list(range(len(w.doc_ids))),
                                  stats={"calls": max_new_tokens(len(w.doc_ids)), "prompt_tokens": len(e)})
                     for w, e in zip(windows, encoded)]
-        texts: list[str] = [""] * len(windows)
-        steps: list[int] = [0] * len(windows)
-        with torch.inference_mode():
-            for batch in batches_by_length(encoded, self.spec.batch_size):
-                ids, mask, _ = pad_left(self.tokenizer, [encoded[i] for i in batch], self.spec.device)
-                n_max = max(len(windows[i].doc_ids) for i in batch)
-                out = self.model.generate(input_ids=ids, attention_mask=mask, do_sample=False,
-                                          max_new_tokens=max_new_tokens(n_max), pad_token_id=self.tokenizer.pad_token_id)
-                new = out[:, ids.shape[1]:]
-                self.stats["forward_passes"] += new.shape[1]
-                self.stats["prompt_tokens"] += int(mask.sum())
-                for row, i in enumerate(batch):
-                    texts[i] = self.tokenizer.decode(new[row], skip_special_tokens=True)
-                    steps[i] = generated_length(new[row].tolist(), self._stop_ids())
-                    self.stats["generated_tokens"] += steps[i]
+        generated, passes = self.engine.generate(encoded, [max_new_tokens(len(w.doc_ids)) for w in windows],
+                                                 self.engine.stop_ids())
+        self.stats["forward_passes"] += passes
+        self.stats["prompt_tokens"] += sum(len(e) for e in encoded)
         results = []
-        for w, text, enc, n_steps in zip(windows, texts, encoded, steps):
-            order, missing = parse_ranking(text, len(w.doc_ids), self.spec.identifiers)
+        for w, tokens, enc in zip(windows, generated, encoded):
+            self.stats["generated_tokens"] += len(tokens)
+            order, missing = parse_ranking(self.tokenizer.decode(tokens, skip_special_tokens=True), len(w.doc_ids),
+                                           self.spec.identifiers)
             failed = int(missing == len(w.doc_ids))
             self.stats["parse_failures"] += failed
             self.stats["missing_ids"] += missing
             results.append(WindowResult(order=order, stats={"missing_ids": missing, "parse_failure": failed,
-                                                            "calls": max(n_steps, 1), "prompt_tokens": len(enc)}))
+                                                            "calls": max(len(tokens), 1), "prompt_tokens": len(enc)}))
         return results
-
-    def _stop_ids(self) -> set[int]:
-        """The ids that end generation: the model's generation config's EOS ids (Qwen has two), else the
-        tokenizer's EOS."""
-        eos = self.model.generation_config.eos_token_id
-        eos = self.tokenizer.eos_token_id if eos is None else eos
-        return set(eos) if isinstance(eos, (list, tuple)) else {eos}
 
     def rank_calibrated(self, windows: list[Window], calibrate, placeholder: str) -> list[WindowResult]:
         """Sequential CapCal: constrained decoding that emits only valid, unused identifiers.
@@ -141,8 +106,7 @@ class GenerationReranker(Reranker):
             rows = [list(p.input_ids or self.tokenizer(p.text, add_special_tokens=True)["input_ids"]) for p in prompts]
             remaining, chosen, calls, tokens = list(range(n)), [], 0, 0
             while remaining:
-                scores, costs = identifier_scores(self.model, self.tokenizer, rows,
-                                                  [[self.paths[i] for i in remaining]] * 2, 2, self.spec.device)
+                scores, costs = identifier_scores(self.engine, rows, [[self.paths[i] for i in remaining]] * 2)
                 calls += sum(c for c, _ in costs)
                 tokens += sum(t for _, t in costs)
                 best = remaining[int(np.argmax(calibrate(softmax(scores[0]), softmax(scores[1]))))]

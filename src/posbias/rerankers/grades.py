@@ -6,7 +6,8 @@ from __future__ import annotations
 import torch
 
 from posbias.rerankers.base import Reranker, Window, WindowResult, by_score
-from posbias.rerankers.lm import LMSpec, batches_by_length, load, pad_left
+from posbias.engines.hf import batches_by_length, pad_left
+from posbias.rerankers.lm import LMSpec, load
 from posbias.scoring import GradesEncoder, grade_scores, slot_grade_logits
 
 

@@ -1,23 +1,20 @@
-"""Loading a causal LM reranker (real checkpoint or local folder) and batching its prompts.
+"""Loading a causal LM reranker (real checkpoint or local folder) and reading identifiers from it.
 
 The same code loads the released FIRST checkpoint, Zephyr-β, a Qwen model or a tiny local build:
 ``AutoTokenizer`` / ``AutoModelForCausalLM`` with the configured dtype, attention implementation and
-``trust_remote_code`` (off unless the user says so). Prompts are left-padded and bucketed by length
-so a batch wastes little padding; position ids are derived from the attention mask so that a
-left-padded row gets exactly the positions it would get alone (batch-size invariance).
+``trust_remote_code`` (off unless the user says so). The listwise rerankers run the model through an
+engine (``models.<name>.engine``, :mod:`posbias.engines`): transformers' own forward pass, or vLLM.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from posbias import config, hub
+from posbias import config, engines, hub
+from posbias.engines.hf import load_model
 from posbias.errors import PosbiasError
 from posbias.prompts import IDENTIFIERS, identifiers, render
-
-DTYPES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf16": "bfloat16",
-          "float16": "float16", "fp16": "float16"}
 
 
 _MODEL = config.model_defaults("causal_lm")
@@ -38,6 +35,8 @@ class LMSpec:
     device: str = config.schema()["properties"]["device"]["default"]
     prompt: str = _MODEL["prompt"]  # listwise prompt style (posbias.prompts.PROMPT_STYLES)
     identifiers: str = _MODEL["identifiers"]  # letters or numbers (posbias.prompts.IDENTIFIER_STYLES)
+    engine: str = _MODEL["engine"]  # a key of posbias.engines.ENGINES
+    vllm: dict = field(default_factory=lambda: config.defaults("models", "vllm"))  # engine vllm: its settings
 
 
 def load(spec: LMSpec, with_model: bool = True):
@@ -48,26 +47,29 @@ def load(spec: LMSpec, with_model: bool = True):
     :mod:`posbias.plan`). Where the tokenizer cannot be loaded either (an HF id not in the local
     cache), the plan uses :class:`posbias.plan.RuleOfThumbTokenizer` instead (``plan.counting_reranker``).
     """
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoTokenizer
 
     if spec.path.startswith((".", "/", "~")) and not Path(spec.path).expanduser().is_dir():
         raise PosbiasError(f"model path {spec.path} does not exist; build it (rule build_tiny_model) or fix `path`")
     hub.require(spec.path, "the models entry's path")  # the jobs name the entry first (hub.require in each script)
     try:
         tokenizer = AutoTokenizer.from_pretrained(spec.path, trust_remote_code=spec.trust_remote_code)
-        model = AutoModelForCausalLM.from_pretrained(
-            spec.path, dtype=getattr(torch, DTYPES[spec.dtype]), attn_implementation=spec.attn_implementation,
-            trust_remote_code=spec.trust_remote_code,
-        ) if with_model else None
+        model = load_model(spec) if with_model else None
     except OSError as exc:
         raise PosbiasError(f"model {spec.path!r} cannot be loaded: {str(exc).splitlines()[0]}") from None
     tokenizer.padding_side = "left"
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    if model is not None:
-        model.eval().to(spec.device)
     return tokenizer, model
+
+
+def load_engine(spec: LMSpec, loaded: tuple | None = None) -> tuple:
+    """(tokenizer, engine) of a listwise reranker: ``spec.engine``'s engine (:mod:`posbias.engines`) on
+    ``spec.path``; ``loaded=(tokenizer, None)`` counts without a model, as :func:`load` does."""
+    if loaded is not None:
+        return loaded
+    tokenizer, _ = load(spec, with_model=False)
+    return tokenizer, engines.open_engine(spec, tokenizer)
 
 
 # The answer's opening bracket, in order of preference: "[" as FIRST's prompt ends, or " [" where the
@@ -155,57 +157,28 @@ def identifier_paths(tokenizer, context: str, style: str, n: int) -> list[tuple[
     return paths
 
 
-def identifier_scores(model, tokenizer, encoded: list[list[int]], paths: list[list[tuple[int, ...]]],
-                      batch_size: int, device: str) -> tuple[list[list[float]], list[tuple[int, int]]]:
+def identifier_scores(engine, encoded: list[list[int]],
+                      paths: list[list[tuple[int, ...]]]) -> tuple[list[list[float]], list[tuple[int, int]]]:
     """One score per identifier path of each prompt, and each prompt's (forward passes, prompt tokens).
 
     Single-token paths (letter identifiers): the next-token logits after the prompt, one forward pass
     (FIRST's readout). Multi-token paths: the log-probability of the whole path, the sum of its tokens'
     log-softmax; one extra forward pass per distinct proper prefix (for [1] … [20] with a digit-splitting
     tokenizer: the prompt, ``1`` and ``2``). In the single-token case the logits and the log-probabilities
-    rank, and softmax-normalise over the identifiers, identically. With ``model=None`` nothing runs:
-    every score is 0 and the costs are those the model would have spent.
+    rank, and softmax-normalise over the identifiers, identically. ``engine`` (:mod:`posbias.engines`) is
+    asked only for the tokens the paths read. With ``engine=None`` nothing runs: every score is 0 and the
+    costs are those the model would have spent.
     """
-    import torch
-
     single = all(len(p) == 1 for row in paths for p in row)
     prefixes = [sorted({p[:t] for p in row for t in range(1, len(p))}) for row in paths]
     costs = [(1 + len(prefixes[i]), len(encoded[i]) * (1 + len(prefixes[i])) + sum(len(p) for p in prefixes[i]))
              for i in range(len(encoded))]
-    if model is None:  # counting only (the compute plan): equal scores, the same costs
+    if engine is None:  # counting only (the compute plan): equal scores, the same costs
         return [[0.0] * len(row) for row in paths], costs
     jobs = [(i, ()) for i in range(len(encoded))] + [(i, pre) for i, row in enumerate(prefixes) for pre in row]
-    rows = [encoded[i] + list(pre) for i, pre in jobs]
-    next_token: dict[tuple[int, tuple[int, ...]], torch.Tensor] = {}
-    with torch.inference_mode():
-        for batch in batches_by_length(rows, batch_size):
-            ids, mask, positions = pad_left(tokenizer, [rows[j] for j in batch], device)
-            logits = model(input_ids=ids, attention_mask=mask, position_ids=positions,
-                           logits_to_keep=1).logits[:, -1, :].float()
-            out = logits if single else torch.log_softmax(logits, dim=-1)
-            for r, j in enumerate(batch):
-                next_token[jobs[j]] = out[r].cpu()
-    scores = [[sum(float(next_token[(i, p[:t])][p[t]]) for t in range(len(p))) for p in row]
+    wanted = [sorted({p[len(pre)] for p in paths[i] if len(p) > len(pre) and p[:len(pre)] == pre}) for i, pre in jobs]
+    values = engine.next_token([encoded[i] + list(pre) for i, pre in jobs], wanted, normalise=not single)
+    next_token = {job: dict(zip(tokens, row)) for job, tokens, row in zip(jobs, wanted, values)}
+    scores = [[sum(next_token[(i, p[:t])][p[t]] for t in range(len(p))) for p in row]
               for i, row in enumerate(paths)]
     return scores, costs
-
-
-def batches_by_length(encoded: list[list[int]], batch_size: int) -> list[list[int]]:
-    """Indices of ``encoded`` grouped into batches of similar length (longest first)."""
-    order = sorted(range(len(encoded)), key=lambda i: (-len(encoded[i]), i))
-    return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
-
-
-def pad_left(tokenizer, rows: list[list[int]], device: str):
-    """input_ids, attention_mask and mask-derived position_ids for a left-padded batch."""
-    import torch
-
-    width = max(len(r) for r in rows)
-    pad = tokenizer.pad_token_id
-    ids = torch.full((len(rows), width), pad, dtype=torch.long)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)
-    for i, row in enumerate(rows):
-        ids[i, width - len(row):] = torch.tensor(row)
-        mask[i, width - len(row):] = 1
-    positions = (mask.cumsum(-1) - 1).clamp(min=0)
-    return ids.to(device), mask.to(device), positions.to(device)
