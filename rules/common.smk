@@ -53,8 +53,8 @@ def retriever_spec(wildcards):
 
 
 def model_settings(model):
-    """A models entry as a job's params: keys sorted, so their order in the config file is not a change."""
-    return pbconfig.canonical(config["models"][model])
+    """A models entry as a job's params (``posbias.config.model_settings``)."""
+    return pbconfig.model_settings(config, model)
 
 
 def model_input(wildcards):
@@ -116,15 +116,15 @@ PROPENSITY = config["propensity"]
 
 
 def reranker_model_input(model):
-    """The folder a reranker needs built first (its own tiny build, or the one its `path` names)."""
+    """The folder a reranker needs built or trained first (its own, or the one its `path` names)."""
     spec = config["models"][model]
     if spec["kind"] == "simulated":
         return []
     if spec.get("build") or spec.get("trained"):
         return [f"results/models/{model}"]
-    target = spec.get("path")
-    if target in config["models"] and config["models"][target].get("build"):
-        return [f"results/models/{target}"]
+    target = config["models"].get(spec.get("path"), {})
+    if target.get("build") or target.get("trained"):
+        return [f"results/models/{spec['path']}"]
     return []
 
 

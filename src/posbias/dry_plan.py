@@ -131,35 +131,41 @@ def shuffled_share(orders_: pl.DataFrame) -> tuple[float, int]:
 
 
 def preset_summaries(configs: list[Path], stand_ins: str | Path = STAND_INS) -> dict[str, tuple]:
-    """Each config's :func:`posbias.plan.summary` on stand-ins, its ``plan.device`` and its
-    :func:`shuffled_share`, by file stem."""
+    """Each config's :func:`posbias.plan.summary` on stand-ins, its ``plan.device``, its
+    :func:`shuffled_share`, and its summary with every model vLLM serves on the vLLM engine (the same
+    calls and tokens at the table's vLLM rows), by file stem."""
     out = {}
     for path in configs:
         orders_, config = plan(path, stand_ins)
-        out[Path(path).stem] = summary(orders_, config), config["plan"]["device"], shuffled_share(orders_)
+        on_vllm = with_seconds(orders_, config, engine="vllm")
+        out[Path(path).stem] = (summary(orders_, config), config["plan"]["device"], shuffled_share(orders_),
+                                summary(on_vllm, config))
     return out
 
 
 def readme_block(summaries: dict[str, tuple[pl.DataFrame, str]]) -> str:
     """The README's table of the presets' plans (:func:`preset_summaries`): per preset and family, and in
     total."""
-    lines = [README_START, "", "| preset | family | jobs | model loads | model calls | prompt tokens | device-hours |",
-             "|---|---|---|---|---|---|---|"]
-    for stem, (summary_, _, _) in summaries.items():
-        parts = [(f, summary_.filter(pl.col("family") == f)) for f in FAMILIES if f in set(summary_["family"])]
-        for family, part in [*parts, ("all", summary_)]:
+    lines = [README_START, "", "| preset | family | jobs | model loads | model calls | prompt tokens | device-hours "
+             "(transformers) | device-hours (vLLM) |", "|---|---|---|---|---|---|---|---|"]
+    for stem, (summary_, _, _, on_vllm) in summaries.items():
+        parts = [(f, summary_.filter(pl.col("family") == f), on_vllm.filter(pl.col("family") == f))
+                 for f in FAMILIES if f in set(summary_["family"])]
+        for family, part, vllm_part in [*parts, ("all", summary_, on_vllm)]:
             lines.append(f"| {stem} | {family} | {part['jobs'].sum():,} | {part['model_loads'].sum():,} | "
                          f"{part['calls'].sum():,} | {part['prompt_tokens'].sum():,} | "
-                         f"{part['device_hours'].sum():,.0f} |")
+                         f"{part['device_hours'].sum():,.0f} | {vllm_part['device_hours'].sum():,.0f} |")
     lines += ["", "| preset | shuffle seeds | device-hours of the shuffled orders | per shuffle seed |", "|---|---|---|---|"]
-    for stem, (summary_, _, (hours, seeds)) in summaries.items():
+    for stem, (summary_, _, (hours, seeds), _) in summaries.items():
         lines.append(f"| {stem} | {seeds} | {hours:,.0f} | {hours / max(seeds, 1):,.1f} |")
     lines += ["", "| preset | tokens counted with | models |", "|---|---|---|"]
-    for stem, (summary_, _, _) in summaries.items():
+    for stem, (summary_, _, _, _) in summaries.items():
         by = summary_.group_by("tokenizer", maintain_order=True).agg(pl.col("model").n_unique())
         lines += [f"| {stem} | {tokenizer} | {models} |" for tokenizer, models in by.iter_rows()]
-    devices = sorted({device for _, device, _ in summaries.values()})
-    lines += ["", f"Device-hours on {', '.join(devices)} (config/throughput.yaml); the shuffled orders' share "
+    devices = sorted({device for _, device, _, _ in summaries.values()})
+    lines += ["", f"Device-hours on {', '.join(devices)} (config/throughput.yaml), as the presets say (every model "
+              "on transformers) and with every listwise model on vLLM (the same calls and tokens at the table's vLLM "
+              "rows; the Grades scorer and training stay on transformers); the shuffled orders' share "
               "(their model time; loads are shared) is what a reading with fewer shuffles saves. A model whose own "
               "tokenizer is not in the local HF cache has its tokens counted by the real tokenizer of its family "
               "(posbias.standins) or, failing one, the rule of thumb (the table above says which). Written by "

@@ -43,7 +43,7 @@ import polars as pl
 import yaml
 
 from posbias import config as pbconfig
-from posbias import debiasing, methods, orders, pool, propensity, rerankers, schemas, silver
+from posbias import debiasing, engines, methods, orders, pool, propensity, rerankers, schemas, silver
 from posbias.data.collection import grades_by_query, passage_texts
 from posbias.errors import PosbiasError
 from posbias.models import resolve
@@ -411,6 +411,7 @@ class Throughput:
     decode_s: float  # seconds per decoding step of one window (generation rerankers)
     load_s: float
     source: str
+    engine: str = "transformers"  # the inference engine the row was measured or derived for (posbias.engines)
 
 
 # The throughput table's numbers: the key, and whether 0 is allowed (a size or a rate must be positive).
@@ -447,11 +448,15 @@ def read_throughput(path: str | Path, device: str) -> tuple[list[Throughput], di
     parsed = []
     for i, row in enumerate(rows):
         where = f"devices.{device}.rows[{i}]"
-        if not isinstance(row, dict) or set(row) != {*_RATES, "source"}:
+        if not isinstance(row, dict) or not {*_RATES, "source"} <= set(row) <= {*_RATES, "source", "engine"}:
             have = sorted(row) if isinstance(row, dict) else row
-            raise PosbiasError(f"{path}: {where} needs exactly the keys {', '.join(_RATES)}, source (has {have})")
+            raise PosbiasError(f"{path}: {where} needs exactly the keys {', '.join(_RATES)}, source and optionally "
+                               f"engine (has {have})")
+        engine = row.get("engine", "transformers")
+        if engine not in engines.ENGINES:
+            raise PosbiasError(f"{path}: {where}.engine is {engine!r}; use one of {', '.join(engines.ENGINES)}")
         parsed.append(Throughput(**{k: _rate(path, f"{where}.{k}", row[k], zero) for k, zero in _RATES.items()},
-                                 source=str(row["source"])))
+                                 source=str(row["source"]), engine=engine))
     simulated = table.get("simulated")
     if not isinstance(simulated, dict):
         raise PosbiasError(f"{path}: `simulated` needs call_s (seconds per simulated window) and source")
@@ -465,14 +470,28 @@ def check_throughput(config: dict) -> None:
     read_throughput(throughput_path(config), config["plan"]["device"])
 
 
-def throughput_for(rows: list[Throughput], params_b: float) -> Throughput:
-    """The row nearest in size (log scale), its tokens per second scaled by row size / model size
-    (prefill is compute-bound: FLOPs per token grow with the parameters); call and load seconds as
+def throughput_for(rows: list[Throughput], params_b: float, engine: str = "transformers") -> Throughput:
+    """The row of ``engine`` nearest in size (log scale), its tokens per second scaled by row size / model
+    size (prefill is compute-bound: FLOPs per token grow with the parameters); call and load seconds as
     the row's."""
-    row = min(rows, key=lambda r: abs(math.log(r.params_b / params_b)))
+    mine = [r for r in rows if r.engine == engine]
+    if not mine:
+        raise PosbiasError(f"plan.throughput: the table has no {engine} rows for plan.device; add them (engine: "
+                           f"{engine}) or plan with engine transformers")
+    row = min(mine, key=lambda r: abs(math.log(r.params_b / params_b)))
     return Throughput(params_b, row.prefill_tokens_per_s * row.params_b / params_b, row.call_s, row.decode_s,
                       row.load_s, row.source if math.isclose(row.params_b, params_b, rel_tol=0.01)
-                      else f"{row.source}, scaled from {row.params_b:g}B")
+                      else f"{row.source}, scaled from {row.params_b:g}B", engine)
+
+
+def engine_of(config: dict, model: str, family: str, engine: str | None = None) -> str:
+    """The engine whose throughput a ``family`` job of ``model`` runs at: the model's ``engine`` (or, given,
+    ``engine`` wherever that engine serves the model's mode); training always on transformers."""
+    spec = config["models"][model]
+    configured = spec.get("engine", "transformers")
+    if family == "train" or engine is None:
+        return "transformers" if family == "train" else configured
+    return engine if spec.get("mode") in engines.ENGINES[engine].modes else configured
 
 
 def model_params_b(config: dict, model: str, root: Path) -> float | None:
@@ -503,21 +522,24 @@ def throughput_path(config: dict) -> Path:
 
 
 def with_seconds(orders_: pl.DataFrame, config: dict, root: Path = Path("."),
-                 throughput: Path | None = None) -> pl.DataFrame:
+                 throughput: Path | None = None, engine: str | None = None) -> pl.DataFrame:
     """``orders_`` with each row's throughput row and estimated model seconds: ``calls · call_s + tokens /
     tokens_per_s`` (generation: ``decode_s`` per call, a decoding step; training: ``tokens · train_factor /
-    tokens_per_s``), on ``plan.device`` of the table at ``throughput`` (default :func:`throughput_path`);
-    ``root`` holds the tiny model builds whose size is counted."""
+    tokens_per_s``), on ``plan.device`` of the table at ``throughput`` (default :func:`throughput_path`),
+    at the rows of each model's engine (``engine``: that engine wherever it serves the model, as if the
+    config said so; :func:`engine_of`); ``root`` holds the tiny model builds whose size is counted."""
     plan = config["plan"]
     rows, other = read_throughput(throughput or throughput_path(config), plan["device"])
+    simulated = Throughput(0.0, math.inf, other["simulated"]["call_s"], 0.0, 0.0, other["simulated"]["source"])
+    sizes = {model: model_params_b(config, model, root) for model in orders_["model"].unique(maintain_order=True)}
     chosen = {}
-    for model in orders_["model"].unique(maintain_order=True):
-        params = model_params_b(config, model, root)
-        chosen[model] = (throughput_for(rows, params) if params is not None else
-                         Throughput(0.0, math.inf, other["simulated"]["call_s"], 0.0, 0.0, other["simulated"]["source"]))
+    for family, model in orders_.select("family", "model").unique(maintain_order=True).iter_rows():
+        params = sizes[model]
+        chosen[family, model] = (simulated if params is None else
+                                 throughput_for(rows, params, engine_of(config, model, family, engine)))
     seconds, loads, sources, params = [], [], [], []
     for family, model, calls, tokens in orders_.select("family", "model", "calls", "prompt_tokens").iter_rows():
-        row = chosen[model]
+        row = chosen[family, model]
         if family == "train":
             seconds.append(tokens * other["train_factor"] / row.prefill_tokens_per_s)
         else:  # a generation reranker's calls are decoding steps

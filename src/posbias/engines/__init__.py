@@ -36,6 +36,11 @@ class Engine(ABC):
     def open(cls, spec, tokenizer) -> Engine:
         """The engine for :class:`posbias.rerankers.lm.LMSpec` ``spec``, whose tokenizer is ``tokenizer``."""
 
+    def start(self, normalise: bool) -> None:
+        """Get ready to answer (load, start a process) where that is not done at :meth:`open`; ``normalise``:
+        what the reranker's :meth:`next_token` calls will ask for. A job calls it while it loads its model,
+        so start-up is not charged to its first order."""
+
     @abstractmethod
     def next_token(self, rows: list[list[int]], tokens: list[list[int]], normalise: bool) -> list[list[float]]:
         """For each row, the value of each of its ``tokens`` as the next token: the raw logit, or with

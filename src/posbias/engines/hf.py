@@ -40,7 +40,8 @@ class TransformersEngine(Engine):
     def generate(self, rows: list[list[int]], max_tokens: list[int],
                  stop: set[int]) -> tuple[list[list[int]], int]:
         """``generate`` per batch with the batch's largest budget; a row's continuation ends at its first stop
-        token (the rest is padding), and the passes are the batch's decoding steps."""
+        token (the rest is padding) or at its own budget (what a batch of shorter windows would have given it),
+        and the passes are the batch's decoding steps."""
         import torch
 
         out: list[list[int]] = [[] for _ in rows]
@@ -55,7 +56,7 @@ class TransformersEngine(Engine):
                 passes += new.shape[1]
                 for row, i in enumerate(batch):
                     tokens = new[row].tolist()
-                    out[i] = tokens[:generated_length(tokens, stop)]
+                    out[i] = tokens[:min(generated_length(tokens, stop), max_tokens[i])]
         return out, passes
 
     def stop_ids(self) -> set[int]:

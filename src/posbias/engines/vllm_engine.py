@@ -1,7 +1,8 @@
 """The vLLM engine: vLLM's offline ``LLM`` engine in a process of its own, fed token ids.
 
 vLLM pins transformers below the project's version, so it runs in its own environment
-(``models.<name>.vllm.python``; ``./posbias.sh`` creates ``.venv-vllm``) as a child process,
+(``models.<name>.vllm.python``, relative to the working directory or else to the checkout;
+``./posbias.sh`` creates ``.venv-vllm`` there) as a child process,
 :mod:`posbias.engines.vllm_worker`, that this class starts at the first request and talks to over pipes,
 one JSON line per request. The job tokenises and renders prompts exactly as with transformers; vLLM sees
 only token ids, so the two engines read the same tokens.
@@ -23,16 +24,21 @@ from __future__ import annotations
 import atexit
 import collections
 import json
+import logging
 import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 from posbias.engines import Engine, eos_ids
 from posbias.errors import PosbiasError
 
 WORKER = Path(__file__).with_name("vllm_worker.py")
+CHECKOUT = Path(__file__).resolve().parents[3]  # where ./posbias.sh creates .venv-vllm
+log = logging.getLogger(__name__)
+_MODES = {False: "raw_logits", True: "raw_logprobs"}  # vLLM's logprobs_mode for next_token(normalise=…)
 
 
 class VllmEngine(Engine):
@@ -51,8 +57,12 @@ class VllmEngine(Engine):
         """Nothing starts yet: the process starts at the first request, in the mode it needs."""
         return cls(spec, tokenizer)
 
+    def start(self, normalise: bool) -> None:
+        """Start the process in the mode ``next_token`` will need."""
+        self._start(_MODES[normalise])
+
     def next_token(self, rows: list[list[int]], tokens: list[list[int]], normalise: bool) -> list[list[float]]:
-        mode = "raw_logprobs" if normalise else "raw_logits"
+        mode = _MODES[normalise]
         self._start(mode)
         if mode != self.mode:
             raise PosbiasError(f"vLLM engine of {self.spec.path}: started for {self.mode}, asked for {mode}; "
@@ -78,23 +88,28 @@ class VllmEngine(Engine):
     def _start(self, mode: str) -> None:
         if self._process is not None:
             return
-        python = self.spec.vllm["python"] or sys.executable
-        if not Path(python).is_file():
+        python = Path(self.spec.vllm["python"] or sys.executable)
+        if not python.is_absolute() and not python.exists():  # relative to the checkout, as ./posbias.sh made it
+            python = CHECKOUT / python
+        if not python.is_file():
             raise PosbiasError(f"models entry {self.spec.path}: vllm.python {python} does not exist; run "
                                "./posbias.sh demo (it creates .venv-vllm) or point vllm.python at an environment "
                                "with vLLM (README, 'The vLLM engine')")
-        env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": str(self.spec.vllm["kv_cache_gib"]),
-               "VLLM_CONFIGURE_LOGGING": os.environ.get("VLLM_CONFIGURE_LOGGING", "1")}
-        self._process = subprocess.Popen([python, str(WORKER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": str(self.spec.vllm["kv_cache_gib"])}
+        self._process = subprocess.Popen([str(python), str(WORKER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=subprocess.PIPE, text=True, env=env)
         threading.Thread(target=self._relay, daemon=True).start()
         atexit.register(self.close)
         self.mode = mode
         settings = {"path": self.spec.path, "dtype": self.spec.dtype, "max_model_len": self.spec.max_context,
-                    "seed": 0, "logprobs_mode": mode, "trust_remote_code": self.spec.trust_remote_code,
+                    "seed": 0, "logprobs_mode": mode,  # greedy: the seed changes no answer
+                    "trust_remote_code": self.spec.trust_remote_code,
                     "engine_args": {key: self.spec.vllm[key]
                                     for key in ("gpu_memory_utilization", "enforce_eager", "max_num_seqs")}}
-        self._ask(settings)
+        started = time.perf_counter()
+        ready = self._ask(settings)
+        log.info("vLLM engine ready for %s: vLLM %s, logprobs_mode %s, %.0f s to start", self.spec.path,
+                 ready["ready"], mode, time.perf_counter() - started)
 
     def _relay(self) -> None:
         """Copy the worker's stderr (vLLM's log) to this job's, keeping its last lines for an error."""

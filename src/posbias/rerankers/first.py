@@ -13,21 +13,16 @@ at one extra forward pass per shared prefix.
 
 from __future__ import annotations
 
-from posbias.prompts import IDENTIFIERS, render
-from posbias.rerankers.base import Reranker, Window, WindowResult, by_score
-from posbias.rerankers.lm import LMSpec, identifier_scores, load_engine, readout
+from posbias.prompts import render
+from posbias.rerankers.base import Window, WindowResult, by_score
+from posbias.rerankers.lm import ListwiseLM, LMSpec, identifier_scores
 
 
-class FirstReranker(Reranker):
+class FirstReranker(ListwiseLM):
     capcal = "single_step"
 
     def __init__(self, spec: LMSpec, loaded: tuple | None = None):
-        super().__init__()
-        self.spec = spec
-        self.tokenizer, self.engine = load_engine(spec, loaded)
-        self.batches_itself = self.engine is not None and self.engine.schedules_batches
-        self.readout = readout(self.tokenizer, spec.prompt, spec.identifiers, len(IDENTIFIERS))
-        self.paths = self.readout.paths
+        super().__init__(spec, loaded)
         self.stats = {"forward_passes": 0, "prompt_tokens": 0, "truncated_passages": 0}
         self._prior_cache: dict[tuple[str, int, str], list[float]] = {}
 
@@ -78,7 +73,7 @@ class FirstReranker(Reranker):
 
     def identifier_logits(self, encoded: list[list[int]], counts: list[int]) -> tuple[list[list[float]], list]:
         """Scores of each row's identifiers (row i has counts[i] passages), and each row's (calls, tokens)."""
-        scores, costs = identifier_scores(self.engine, encoded, [self.paths[:n] for n in counts])
+        scores, costs = identifier_scores(self.engine, encoded, [self.paths[:n] for n in counts], self.multi_token)
         self.stats["forward_passes"] += sum(c for c, _ in costs)
         self.stats["prompt_tokens"] += sum(t for _, t in costs)
         return scores, costs

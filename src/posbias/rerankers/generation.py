@@ -11,8 +11,8 @@ import re
 
 from posbias.errors import PosbiasError
 from posbias.prompts import IDENTIFIERS, identifiers, render
-from posbias.rerankers.base import Reranker, Window, WindowResult
-from posbias.rerankers.lm import LMSpec, answer_context, identifier_scores, load_engine, readout
+from posbias.rerankers.base import Window, WindowResult
+from posbias.rerankers.lm import ListwiseLM, LMSpec, answer_context, identifier_scores, readout
 
 _ID = re.compile(r"\[\s*([A-Z]|\d+)\s*\]")  # word-level tokenizers decode "[ A ]"
 
@@ -35,16 +35,11 @@ def max_new_tokens(n: int) -> int:
     return 5 * n + 4
 
 
-class GenerationReranker(Reranker):
+class GenerationReranker(ListwiseLM):
     capcal = "sequential"
 
     def __init__(self, spec: LMSpec, loaded: tuple | None = None):
-        super().__init__()
-        self.spec = spec
-        self.tokenizer, self.engine = load_engine(spec, loaded)
-        self.batches_itself = self.engine is not None and self.engine.schedules_batches
-        self.readout = readout(self.tokenizer, spec.prompt, spec.identifiers, len(IDENTIFIERS))
-        self.paths = self.readout.paths
+        super().__init__(spec, loaded)
         self._steps: list[tuple[int, ...]] | None = None  # step_tokens, read once (rank_calibrated)
         self.stats = {"forward_passes": 0, "prompt_tokens": 0, "generated_tokens": 0, "parse_failures": 0,
                       "missing_ids": 0, "truncated_passages": 0}
@@ -106,7 +101,8 @@ class GenerationReranker(Reranker):
             rows = [list(p.input_ids or self.tokenizer(p.text, add_special_tokens=True)["input_ids"]) for p in prompts]
             remaining, chosen, calls, tokens = list(range(n)), [], 0, 0
             while remaining:
-                scores, costs = identifier_scores(self.engine, rows, [[self.paths[i] for i in remaining]] * 2)
+                scores, costs = identifier_scores(self.engine, rows, [[self.paths[i] for i in remaining]] * 2,
+                                                  self.multi_token)
                 calls += sum(c for c, _ in costs)
                 tokens += sum(t for _, t in costs)
                 best = remaining[int(np.argmax(calibrate(softmax(scores[0]), softmax(scores[1]))))]

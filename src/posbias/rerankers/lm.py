@@ -15,6 +15,7 @@ from posbias import config, engines, hub
 from posbias.engines.hf import load_model
 from posbias.errors import PosbiasError
 from posbias.prompts import IDENTIFIERS, identifiers, render
+from posbias.rerankers.base import Reranker
 
 
 _MODEL = config.model_defaults("causal_lm")
@@ -70,6 +71,24 @@ def load_engine(spec: LMSpec, loaded: tuple | None = None) -> tuple:
         return loaded
     tokenizer, _ = load(spec, with_model=False)
     return tokenizer, engines.open_engine(spec, tokenizer)
+
+
+class ListwiseLM(Reranker):
+    """A causal LM read as a listwise reranker (FIRST, generation): its tokenizer and engine, and how its
+    answer's identifiers are read (:func:`readout`). ``multi_token``: some identifier spans several tokens,
+    so every window reads log-probabilities (:func:`identifier_scores`); the engine starts here, in that
+    mode, so a job's start-up is part of its model load."""
+
+    def __init__(self, spec: LMSpec, loaded: tuple | None = None):
+        super().__init__()
+        self.spec = spec
+        self.tokenizer, self.engine = load_engine(spec, loaded)
+        self.batches_itself = self.engine is not None and self.engine.schedules_batches
+        self.readout = readout(self.tokenizer, spec.prompt, spec.identifiers, len(IDENTIFIERS))
+        self.paths = self.readout.paths
+        self.multi_token = any(len(p) > 1 for p in self.paths)
+        if self.engine is not None:
+            self.engine.start(normalise=self.multi_token)
 
 
 # The answer's opening bracket, in order of preference: "[" as FIRST's prompt ends, or " [" where the
@@ -157,19 +176,21 @@ def identifier_paths(tokenizer, context: str, style: str, n: int) -> list[tuple[
     return paths
 
 
-def identifier_scores(engine, encoded: list[list[int]],
-                      paths: list[list[tuple[int, ...]]]) -> tuple[list[list[float]], list[tuple[int, int]]]:
+def identifier_scores(engine, encoded: list[list[int]], paths: list[list[tuple[int, ...]]],
+                      normalise: bool | None = None) -> tuple[list[list[float]], list[tuple[int, int]]]:
     """One score per identifier path of each prompt, and each prompt's (forward passes, prompt tokens).
 
     Single-token paths (letter identifiers): the next-token logits after the prompt, one forward pass
     (FIRST's readout). Multi-token paths: the log-probability of the whole path, the sum of its tokens'
     log-softmax; one extra forward pass per distinct proper prefix (for [1] … [20] with a digit-splitting
     tokenizer: the prompt, ``1`` and ``2``). In the single-token case the logits and the log-probabilities
-    rank, and softmax-normalise over the identifiers, identically. ``engine`` (:mod:`posbias.engines`) is
-    asked only for the tokens the paths read. With ``engine=None`` nothing runs: every score is 0 and the
-    costs are those the model would have spent.
+    rank, and softmax-normalise over the identifiers, identically. ``normalise`` (default: whether any
+    path here has several tokens) says which of the two: a reranker whose identifiers include multi-token
+    ones reads log-probabilities in every window, the short ones too, so one engine answers all its
+    windows in one mode. ``engine`` (:mod:`posbias.engines`) is asked only for the tokens the paths read.
+    With ``engine=None`` nothing runs: every score is 0 and the costs are those the model would have spent.
     """
-    single = all(len(p) == 1 for row in paths for p in row)
+    single = all(len(p) == 1 for row in paths for p in row) if normalise is None else not normalise
     prefixes = [sorted({p[:t] for p in row for t in range(1, len(p))}) for row in paths]
     costs = [(1 + len(prefixes[i]), len(encoded[i]) * (1 + len(prefixes[i])) + sum(len(p) for p in prefixes[i]))
              for i in range(len(encoded))]
