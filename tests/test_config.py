@@ -205,3 +205,13 @@ def test_duplicate_yaml_keys_are_errors_and_merge_keys_are_not(tmp_path):
     bad.write_text("reranking:\n  window: 20\n  step: 10\n  window: 10\n")
     with pytest.raises(ValueError, match=r"bad.yaml:4: key 'window' appears twice in one mapping \(first at line 2\)"):
         pbconfig.check_duplicate_keys([bad])
+
+
+def test_a_jobs_model_params_name_the_engine_only_where_it_is_not_the_default():
+    """A result made before `engine` existed stays current (its job's params are unchanged); a model on vLLM
+    has it in its params, so switching engines reruns its jobs."""
+    cfg = pbconfig.load(REPO / "config" / "config.yaml", files=False)
+    before = {k: v for k, v in cfg["models"]["toy-first-s1"].items() if k != "engine"}  # 0.11.0's entry
+    assert cfg["models"]["toy-first-s1"]["engine"] == "transformers"
+    assert pbconfig.model_settings(cfg, "toy-first-s1") == pbconfig.canonical(before)
+    assert pbconfig.model_settings(cfg, "toy-first-vllm")["engine"] == "vllm"

@@ -175,6 +175,31 @@ def test_throughput_rows_scale_with_size_and_hours_add_up(tmp_path):
         plan.read_throughput(table, "gpu")
 
 
+def test_each_model_is_priced_at_its_engines_rows(tmp_path):
+    """A vLLM model's rerank jobs take the table's vLLM rows; training and the Grades scorer stay on
+    transformers; planning as if on vLLM moves only the models vLLM serves; no vLLM row is one line."""
+    table = tmp_path / "throughput.yaml"
+    table.write_text("train_factor: 1\nsimulated: {call_s: 0.001, source: s}\ndevices:\n  dev:\n    rows:\n"
+                     "      - {params_b: 1.0, prefill_tokens_per_s: 100, call_s: 0, decode_s: 0, load_s: 1, source: hf}\n"
+                     "      - {engine: vllm, params_b: 1.0, prefill_tokens_per_s: 1000, call_s: 0, decode_s: 0, load_s: 30,"
+                     " source: v}\n")
+    cfg = {"plan": {"device": "dev", "throughput": str(table)},
+           "models": {"first": {"kind": "causal_lm", "mode": "first", "engine": "vllm", "params_b": 1.0},
+                      "grades": {"kind": "causal_lm", "mode": "grades", "engine": "transformers", "params_b": 1.0}},
+           "training": {"first": {"gpus": 1}}}
+    orders = pl.DataFrame([{"family": family, "model": model, "job": "j", "windows": 1, "calls": 1,
+                            "prompt_tokens": 1000, "calls_exact": True, "tokens_exact": True}
+                           for family, model in (("rerank", "first"), ("train", "first"), ("rerank", "grades"))])
+    timed = plan.with_seconds(orders.with_columns(tokenizer=pl.lit("own")), cfg)
+    assert timed["model_seconds"].to_list() == pytest.approx([1.0, 10.0, 10.0]) and timed["load_s"].to_list() == [30, 1, 1]
+    cfg["models"]["first"]["engine"] = "transformers"
+    assert plan.with_seconds(orders, cfg)["model_seconds"].to_list() == pytest.approx([10.0, 10.0, 10.0])
+    assert plan.with_seconds(orders, cfg, engine="vllm")["model_seconds"].to_list() == pytest.approx([1.0, 10.0, 10.0])
+    table.write_text(table.read_text().split("      - {engine")[0])
+    with pytest.raises(Exception, match="the table has no vllm rows"):
+        plan.with_seconds(orders, cfg, engine="vllm")
+
+
 def test_a_model_without_a_size_is_one_clear_line():
     cfg = {"models": {"big": {"kind": "causal_lm", "path": "org/not-on-this-machine"}}}
     with pytest.raises(Exception, match=r"models.big.params_b is needed"):

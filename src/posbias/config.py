@@ -322,8 +322,8 @@ def check_settings(config: dict, files: bool = True) -> None:
                 raise ValueError(f"config: training.{name}.hyper.deepspeed: {deepspeed} is not a file; give the "
                                  "path of a DeepSpeed JSON config (or null)")
     for name, model in config["models"].items():
-        engine = engines.ENGINES[model.get("engine", "transformers")]
-        if model["kind"] == "causal_lm" and model["mode"] not in engine.modes:
+        engine = engines.ENGINES[model["engine"]] if model["kind"] == "causal_lm" else None
+        if engine and model["mode"] not in engine.modes:
             raise ValueError(f"config: models.{name}.engine {model['engine']}: mode {model['mode']} runs on "
                              f"transformers only ({engine.why_not}); set engine: transformers")
     rr = config["reranking"]

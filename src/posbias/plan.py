@@ -401,6 +401,9 @@ def plan_orders(config: dict, root: Path = Path("."), scale=_unit) -> pl.DataFra
 # Time: the throughput table
 
 
+DEFAULT_ENGINE = pbconfig.model_defaults("causal_lm")["engine"]  # a row without `engine`, training, Grades
+
+
 @dataclass(frozen=True)
 class Throughput:
     """One row of the throughput table: a model size on a device."""
@@ -411,7 +414,7 @@ class Throughput:
     decode_s: float  # seconds per decoding step of one window (generation rerankers)
     load_s: float
     source: str
-    engine: str = "transformers"  # the inference engine the row was measured or derived for (posbias.engines)
+    engine: str = DEFAULT_ENGINE  # the inference engine the row was measured or derived for (posbias.engines)
 
 
 # The throughput table's numbers: the key, and whether 0 is allowed (a size or a rate must be positive).
@@ -452,7 +455,7 @@ def read_throughput(path: str | Path, device: str) -> tuple[list[Throughput], di
             have = sorted(row) if isinstance(row, dict) else row
             raise PosbiasError(f"{path}: {where} needs exactly the keys {', '.join(_RATES)}, source and optionally "
                                f"engine (has {have})")
-        engine = row.get("engine", "transformers")
+        engine = row.get("engine", DEFAULT_ENGINE)
         if engine not in engines.ENGINES:
             raise PosbiasError(f"{path}: {where}.engine is {engine!r}; use one of {', '.join(engines.ENGINES)}")
         parsed.append(Throughput(**{k: _rate(path, f"{where}.{k}", row[k], zero) for k, zero in _RATES.items()},
@@ -470,7 +473,7 @@ def check_throughput(config: dict) -> None:
     read_throughput(throughput_path(config), config["plan"]["device"])
 
 
-def throughput_for(rows: list[Throughput], params_b: float, engine: str = "transformers") -> Throughput:
+def throughput_for(rows: list[Throughput], params_b: float, engine: str = DEFAULT_ENGINE) -> Throughput:
     """The row of ``engine`` nearest in size (log scale), its tokens per second scaled by row size / model
     size (prefill is compute-bound: FLOPs per token grow with the parameters); call and load seconds as
     the row's."""
@@ -488,10 +491,10 @@ def engine_of(config: dict, model: str, family: str, engine: str | None = None) 
     """The engine whose throughput a ``family`` job of ``model`` runs at: the model's ``engine`` (or, given,
     ``engine`` wherever that engine serves the model's mode); training always on transformers."""
     spec = config["models"][model]
-    configured = spec.get("engine", "transformers")
-    if family == "train" or engine is None:
-        return "transformers" if family == "train" else configured
-    return engine if spec.get("mode") in engines.ENGINES[engine].modes else configured
+    if family == "train":
+        return DEFAULT_ENGINE
+    configured = spec.get("engine", DEFAULT_ENGINE)
+    return engine if engine and spec.get("mode") in engines.ENGINES[engine].modes else configured
 
 
 def model_params_b(config: dict, model: str, root: Path) -> float | None:
