@@ -16,7 +16,6 @@ install_vllm() {
   if [ ! -x .venv-vllm/bin/python ]; then
     "${PYTHON:-python3}" -m venv .venv-vllm
   fi
-  .venv-vllm/bin/python -m pip install -q --upgrade pip
   .venv-vllm/bin/python -m pip install -q --no-deps --require-hashes -r requirements/vllm-lock.txt
 }
 
