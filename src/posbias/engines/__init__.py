@@ -3,8 +3,8 @@
 A listwise reranker (:mod:`posbias.rerankers.first`, :mod:`posbias.rerankers.generation`) builds its
 prompts and reads its answers itself, on token ids from its own tokenizer; an engine only runs the model
 on those ids. Two operations cover every listwise path (the FIRST readout with letter or numeric
-identifiers, generation, sequential CapCal, CapCal's content-free priors, PermSC / BSC views, the
-propensity reranking and the silver teacher):
+identifiers, generation, sequential CapCal, CapCal's content-free priors, PermSC / BSC views and the
+propensity reranking):
 
 - :meth:`Engine.next_token`: the next-token value of given tokens after each row (raw logits, or
   log-probabilities over the whole vocabulary);
@@ -12,7 +12,8 @@ propensity reranking and the silver teacher):
 
 Engines are registered in :data:`ENGINES` by their config name; each entry opens itself from an
 :class:`posbias.rerankers.lm.LMSpec` and its tokenizer. The batched pointwise Grades scorer reads grade
-tokens at every slot of one prompt, which neither operation gives; it runs on transformers.
+tokens at every slot of one prompt, which neither operation gives; it runs on transformers, and so does
+OC-SFT's silver teacher, a Grades model.
 """
 
 from __future__ import annotations
