@@ -42,6 +42,7 @@ import torch
 
 from posbias.engines.hf import batches_by_length, pad_left
 from posbias.models import build_tiny_causal_lm
+from posbias.plan import parameters_b
 from posbias.rerankers import Window
 from posbias.rerankers.first import FirstReranker
 from posbias.rerankers.generation import GenerationReranker
@@ -99,21 +100,13 @@ def throughput_row(first: FirstReranker, gen: GenerationReranker, load_s: float,
     short_windows = windows(n, seed=short, words=short, vocabulary=vocabulary)
     steps = sum(r.stats["calls"] for r in gen.rank(short_windows))
     decode_s = max(timed(lambda: gen.rank(short_windows), 1) - t1 * per_token, 0.0) / steps
-    params_b = parameters(Path(first.spec.path)) / 1e9
+    params_b = parameters_b(first.spec.path)
     wins = windows(n, seed=1)
     simulated = SimulatedReranker({w.query_id: {w.doc_ids[0]: 2} for w in wins}, prior="linear", strength=0.5)
     simulated_s = timed(lambda: simulated.rank(wins), repeat) / len(wins)
     return (f"throughput device={device} engine={first.spec.engine} params_b={params_b:.3g} "
             f"prefill_tokens_per_s={1 / per_token:.0f} call_s={call_s:.2g} decode_s={decode_s:.2g} "
             f"load_s={load_s:.2g} simulated_call_s={simulated_s:.2g}")
-
-
-def parameters(path: Path) -> int:
-    """The model's parameter count from its config (no weights read)."""
-    from transformers import AutoConfig, AutoModelForCausalLM
-
-    with torch.device("meta"):
-        return sum(p.numel() for p in AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(path)).parameters())
 
 
 def engines_side_by_side(path: Path, names: list[str], wins: list[Window], batch_size: int, prompt: str,
@@ -191,7 +184,7 @@ def main() -> None:
                                  layers=args.layers, heads=4, max_length=4096, seed=0)
         first = FirstReranker(LMSpec(str(path), prompt=args.prompt))
         model = first.engine.model
-        n_params = parameters(path)
+        n_params = parameters_b(path) * 1e9
         encoded = [first.encode(w) for w in wins]
         print(f"model: {n_params / 1e6:.2f}M parameters; {len(wins)} windows of 20 passages, "
               f"{np.mean([len(e) for e in encoded]):.0f} prompt tokens on average; torch threads {args.threads}")

@@ -507,14 +507,19 @@ def model_params_b(config: dict, model: str, root: Path) -> float | None:
         return spec["params_b"]
     path = Path(_model_path(config, tokenizer_source(config, model), root))
     if (path / "config.json").is_file():
-        import torch
-        from transformers import AutoConfig, AutoModelForCausalLM
-
-        with torch.device("meta"):
-            net = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(path))
-        return sum(p.numel() for p in net.parameters()) / 1e9
+        return parameters_b(path)
     raise PosbiasError(f"config: models.{model}.params_b is needed for the compute plan's time estimate "
                        f"({path} has no config.json here); set it to the model's size in billions")
+
+
+def parameters_b(path: str | Path) -> float:
+    """Parameters (billions) of the causal LM folder at ``path``, from its config.json (no weights read)."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    with torch.device("meta"):
+        net = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(path))
+    return sum(p.numel() for p in net.parameters()) / 1e9
 
 
 def throughput_path(config: dict) -> Path:

@@ -38,8 +38,9 @@ def build(spec: dict, path: str | None, grades: dict[str, dict[str, int]], seed:
     lm = LMSpec(path=path, dtype=spec["dtype"], max_context=spec["max_context"],
                 attn_implementation=spec["attn_implementation"], trust_remote_code=spec["trust_remote_code"],
                 word_budget=word_budget, batch_size=spec["batch_size"], device=device,
-                prompt=spec["prompt"], identifiers=spec["identifiers"], engine=spec.get("engine", config.model_defaults("causal_lm")["engine"]),
-                vllm=config.fill_defaults(config.schema_node("models", "vllm"), dict(spec.get("vllm", {}))))
+                prompt=spec["prompt"], identifiers=spec["identifiers"],
+                engine=spec.get("engine", config.model_defaults("causal_lm")["engine"]),  # params omit the default
+                vllm={**config.defaults("models", "vllm"), **spec.get("vllm", {})})
     if spec["mode"] == "grades":
         from posbias.rerankers.grades import GradesScorer
 
