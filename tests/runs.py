@@ -27,6 +27,11 @@ from tests.phases import phase
 # their own workers and the unit tests fill the gaps (posbias.sh test: -n 3 --dist loadscope
 # --no-loadscope-reorder; three workers on two cores, since the SLURM run mostly waits on the queue).
 RUNS = ("default_run", "ocsft_toy_run", "slurm_run", "selfdistil_run", "collections_run", "bad_input_runs")
+# Then the modules without a shared run that take longest (the phase table's slowest tests), longest
+# first, so that they start while the runs go on and none is left running alone at the end (measured:
+# the presets' plans, collected last by name, kept one worker busy for 4 minutes after the others).
+SLOW_MODULES = ("test_workflow", "test_training", "test_vllm_engine", "test_real_tokenizers", "test_determinism",
+                "test_offline", "test_propensity")
 
 
 @dataclass
@@ -54,7 +59,8 @@ class Run:
 def pytest_collection_modifyitems(items) -> None:
     """Each shared run is read by the tests of one module only, since ``--dist loadscope`` sends a module's
     tests to one xdist worker (pytest-xdist's ``loadgroup`` would group by marker, but it renames node ids,
-    which pytest 9.2 ignores); the modules of the shared runs come first, longest run first."""
+    which pytest 9.2 ignores); the modules of the shared runs come first, longest run first, then
+    :data:`SLOW_MODULES`."""
     readers: dict[str, set[str]] = {}
     rank: dict[str, int] = {}
     for item in items:
@@ -66,7 +72,11 @@ def pytest_collection_modifyitems(items) -> None:
     if shared:
         raise pytest.UsageError(f"tests/runs.py: a shared run is read from several modules, so xdist would run it "
                                 f"more than once: {shared}; keep each run's claims in one module")
-    items.sort(key=lambda item: rank.get(item.module.__name__, len(RUNS)))
+    gone = [name for name in SLOW_MODULES if not (REPO / "tests" / f"{name}.py").is_file()]
+    if gone:
+        raise pytest.UsageError(f"tests/runs.py: SLOW_MODULES names modules that do not exist: {gone}")
+    slow = {f"tests.{name}": len(RUNS) + i for i, name in enumerate(SLOW_MODULES)}
+    items.sort(key=lambda item: rank.get(item.module.__name__, slow.get(item.module.__name__, len(RUNS) + len(slow))))
 
 
 def run_once(name: str, workdir: Path, *args: str, configfile: Path | None = None, timeout: int = 3600) -> Run:

@@ -138,6 +138,8 @@ def test_an_engine_reads_one_kind_of_path_and_says_so(qwen3):
     _, (_, engine) = qwen3
     with pytest.raises(PosbiasError, match="started for raw_logprobs, asked for raw_logits"):
         engine.next_token([[1, 2, 3]], [[4]], normalise=False)
+    environ = Path(f"/proc/{engine._process.pid}/environ").read_bytes().split(b"\0")
+    assert b"VLLM_NO_USAGE_STATS=1" in environ  # no usage report from an offline node
 
 
 def test_a_missing_environment_and_the_grades_scorer_are_one_line_errors(tiny):

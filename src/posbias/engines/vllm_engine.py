@@ -95,7 +95,8 @@ class VllmEngine(Engine):
             raise PosbiasError(f"models entry {self.spec.path}: vllm.python {python} does not exist; run "
                                "./posbias.sh demo (it creates .venv-vllm) or point vllm.python at an environment "
                                "with vLLM (README, 'The vLLM engine')")
-        env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": str(self.spec.vllm["kv_cache_gib"])}
+        # no usage report to stats.vllm.ai: compute nodes are often offline, and a job sends nowhere
+        env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": str(self.spec.vllm["kv_cache_gib"]), "VLLM_NO_USAGE_STATS": "1"}
         self._process = subprocess.Popen([str(python), str(WORKER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=subprocess.PIPE, text=True, env=env)
         threading.Thread(target=self._relay, daemon=True).start()
