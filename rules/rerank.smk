@@ -90,7 +90,7 @@ rule permsc_lists:
         mem_mb=lambda w, attempt: 4000 * attempt,
         runtime=30,
     params:
-        aggregation=config["reranking"]["permsc_aggregation"],
+        settings=lambda w: debiasing.options(config["reranking"], w.debias),
     script:
         "../workflow/scripts/permsc_lists.py"
 

@@ -103,6 +103,33 @@ def test_a_debias_wrapper_keeps_the_base_capabilities():
         debiasing.wrap(grader, "capcal", 0, debiasing.options(config.defaults("reranking"), "capcal"))
 
 
+def _last_run(runs: list, settings: dict):
+    """A trivial list-level combine step: the last of the lists it reads."""
+    return runs[-1]
+
+
+def test_a_second_list_level_method_is_computed_by_its_own_combine_step(monkeypatch):
+    """A list-level method's entry says which lists it reads and how it combines them; the workflow's
+    config checks, inputs and job (``permsc_lists.py`` calls :func:`posbias.debiasing.combine`) read
+    them there, so a second list-level method is not computed as PermSC."""
+    import polars as pl
+
+    from posbias import permsc
+
+    last = debiasing.DebiasMethod("last", True, "the last of {k} shuffled lists", None, level="list",
+                                  lists=lambda spec: [f"shuffled-{spec.k - 1}"],
+                                  combine="tests.test_architecture:_last_run")
+    monkeypatch.setitem(debiasing.METHODS, "last", last)
+    runs = [pl.DataFrame({"query_id": ["q"] * 3, "doc_id": docs, "rank": [1, 2, 3], "score": [3.0, 2.0, 1.0]})
+            for docs in (["a", "b", "c"], ["a", "c", "b"], ["c", "b", "a"])]
+    assert config.list_inputs("last@3") == ["shuffled-2"] and debiasing.combine("last@3", runs, {}) is runs[-1]
+    assert config.list_inputs("permsc@3") == ["shuffled-0", "shuffled-1", "shuffled-2"]
+    central = debiasing.combine("permsc@3", runs, {"aggregation": "kemeny"})
+    assert central.equals(permsc.aggregate_runs(runs, "kemeny")) and central["doc_id"].to_list() == ["a", "c", "b"]
+    with pytest.raises(ValueError, match="wraps a reranker; it combines no lists"):
+        debiasing.combine("bsc@3", runs, {})
+
+
 @pytest.mark.parametrize("name", ["none", "capcal", "capcal@na-50", "capcal@empty_1", "permsc@1", "permsc@20",
                                   "permsc-window@3", "bsc@3", "roundrobin@20", "rename@1"])
 def test_debias_grammar_round_trips_and_matches_the_wildcard_pattern(name):

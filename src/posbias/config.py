@@ -581,8 +581,8 @@ def training_labels(config: dict) -> dict:
 
 
 def list_inputs(debias: str) -> list[str]:
-    """The orders (of debias ``none``) a list-level method aggregates: ``shuffled-0`` … ``shuffled-(K−1)``."""
-    return [f"shuffled-{s}" for s in range(debiasing.parse(debias).k)]
+    """The orders (of debias ``none``) a list-level method combines (its registry entry says which)."""
+    return debiasing.lists(debias)
 
 
 def rerank_grid(config: dict) -> list[tuple[str, str, str, str, str]]:

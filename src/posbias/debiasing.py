@@ -14,15 +14,18 @@ Two levels:
   PermSC per window); the ``rerank`` job runs it on every order of the experiment.
 - ``list``: the method combines whole reranked lists the experiment already has (PermSC as the
   papers define it: the K reranked lists of ``shuffled-0`` … ``shuffled-(K−1)`` aggregated into one
-  central ranking, :mod:`posbias.permsc`); the ``permsc_lists`` job makes no model call and writes
-  the result as the ``original`` order, its cost the K reranking passes it aggregates.
+  central ranking, :mod:`posbias.permsc`). Its entry names the orders it reads (``lists``) and its
+  combine step (``combine``); the ``permsc_lists`` job calls :func:`combine`, makes no model call and
+  writes the result as the ``original`` order, its cost the reranking passes it combines.
 
 To add a method: write its wrapper (a :class:`posbias.rerankers.Reranker` around the base
-reranker, e.g. in :mod:`posbias.rerankers.debiased`) and register a :class:`DebiasMethod` here.
+reranker, e.g. in :mod:`posbias.rerankers.debiased`) or, for a list-level method, its combine
+function, and register a :class:`DebiasMethod` here.
 """
 
 from __future__ import annotations
 
+import importlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,8 +39,10 @@ class DebiasMethod:
     ``settings(reranking, spec)`` picks the keys of the ``reranking`` config section the method reads
     (so a job's params hold only those, and an edit elsewhere reruns none of its jobs).
     ``takes_k``: the value is ``name@K``; ``takes_variant``: ``name`` or ``name@VARIANT``.
-    ``level``: ``window`` (a wrapper; None: the base reranker itself) or ``list`` (combines the
-    experiment's reranked shuffled lists; no wrapper). ``families``: the scorers it applies to,
+    ``level``: ``window`` (a wrapper; None: the base reranker itself) or ``list`` (combines reranked
+    lists the experiment has; no wrapper): ``lists(spec)`` the orders it reads (each of debias
+    ``none``), ``combine`` its step as ``"module:function"`` (imported when a job runs it), called as
+    ``function(runs, settings)`` with those orders' runs and returning one run. ``families``: the scorers it applies to,
     ``listwise`` rerankers and/or ``pointwise`` Grades scorers (whose BSC@K the stability stage
     computes from their shuffled orders, so the permutation methods are listwise only here).
     """
@@ -50,6 +55,13 @@ class DebiasMethod:
     takes_variant: bool = False
     settings: Callable[[dict, DebiasSpec], dict] = lambda reranking, spec: {}
     families: frozenset[str] = frozenset({"listwise"})
+    lists: Callable[[DebiasSpec], list[str]] | None = None
+    combine: str | None = None
+
+
+def _shuffled_lists(spec: DebiasSpec) -> list[str]:
+    """``shuffled-0`` … ``shuffled-(K−1)``."""
+    return [f"shuffled-{s}" for s in range(spec.k)]
 
 
 def _views(views: str, average_scores: bool | None) -> Callable:
@@ -102,7 +114,7 @@ METHODS: dict[str, DebiasMethod] = {m.name: m for m in (
     DebiasMethod("capcal", False, "CapCal (content-agnostic calibration){variant}", _capcal, takes_variant=True,
                  settings=_capcal_settings),
     DebiasMethod("permsc", True, "PermSC@{k} (the {k} reranked shuffled lists aggregated)", None, level="list",
-                 settings=_aggregation),
+                 settings=_aggregation, lists=_shuffled_lists, combine="posbias.permsc:aggregate"),
     DebiasMethod("permsc-window", True, "PermSC-window@{k} ({k} shuffles of each window aggregated)",
                  _views("shuffles", average_scores=False), settings=_aggregation),
     DebiasMethod("bsc", True, "BSC@{k} (scores averaged over {k} shuffles)",
@@ -175,6 +187,24 @@ def options(reranking: dict, name: str) -> dict:
     the workflow: ``options(config.defaults("reranking"), name)``)."""
     spec = parse(name)
     return METHODS[spec.method].settings(reranking, spec)
+
+
+def lists(name: str) -> list[str]:
+    """The orders (of debias ``none``) the list-level method ``name`` combines."""
+    spec = parse(name)
+    if spec.level != "list":
+        raise ValueError(f"debias {name!r} wraps a reranker; it combines no lists")
+    return METHODS[spec.method].lists(spec)
+
+
+def combine(name: str, runs: list, settings: dict):
+    """One run from the reranked ``runs`` of :func:`lists` (in that order), by the list-level method
+    ``name``'s own combine step; ``settings`` from :func:`options`."""
+    spec = parse(name)
+    if spec.level != "list":
+        raise ValueError(f"debias {name!r} wraps a reranker; it combines no lists")
+    module, _, function = METHODS[spec.method].combine.partition(":")
+    return getattr(importlib.import_module(module), function)(runs, settings)
 
 
 def wrap(base, name: str, seed: int, settings: dict):

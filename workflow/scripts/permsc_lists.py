@@ -1,23 +1,25 @@
-"""PermSC@K over full lists: aggregate the reranked shuffled-0 … shuffled-(K-1) lists into one ranking.
+"""A list-level debiasing method (PermSC@K: the reranked shuffled-0 … shuffled-(K-1) lists aggregated):
+its registry entry's combine step over the reranked lists it reads, into one ranking.
 
-No model call; the cost and stats are those of the K reranking passes it aggregates."""
+No model call; the cost and stats are those of the reranking passes it combines."""
 
 import json
 from pathlib import Path
 
-from posbias import atomic, permsc, runs, schemas
+from posbias import atomic, debiasing, permsc, runs, schemas
 from posbias.jobs import logged
 
 sm = snakemake  # noqa: F821
 with logged(sm, "permsc_lists") as log:
-    run = permsc.aggregate_runs([schemas.read(p, "run") for p in sm.input.runs], sm.params.aggregation)
+    run = debiasing.combine(sm.wildcards.debias, [schemas.read(p, "run") for p in sm.input.runs], sm.params.settings)
     schemas.write(run, sm.output.run, "run")
     runs.write_trec(run, sm.output.trec, f"{sm.wildcards.model}.{sm.wildcards.debias}")
     schemas.write(permsc.summed_costs([schemas.read(p, "cost") for p in sm.input.costs]), sm.output.cost, "cost")
     parts = [json.loads(Path(p).read_text()) for p in sm.input.stats]
     stats = {"order": "original", "debias": sm.wildcards.debias, "aggregated_orders": [s["order"] for s in parts],
-             "aggregation": sm.params.aggregation, "queries": run["query_id"].n_unique(),
+             **sm.params.settings, "queries": run["query_id"].n_unique(),
              **{key: sum(s.get(key, 0) for s in parts) for key in ("windows", "wall_seconds", "parse_failures",
                                                                    "missing_ids", "truncated_passages")}}
     atomic.write_text(sm.output.stats, json.dumps(stats, indent=1, sort_keys=True))
-    log.info("PermSC over %d reranked lists (%s) for %d queries", len(parts), sm.params.aggregation, stats["queries"])
+    log.info("%s over %d reranked lists (%s) for %d queries", sm.wildcards.debias, len(parts), sm.params.settings,
+             stats["queries"])
