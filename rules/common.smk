@@ -190,7 +190,7 @@ READER = config["consumers"]["multidoc_qa"]["reader"]
 def list_debias_inputs(wildcards, suffix):
     """The reranked shuffled lists (debias none) a list-level method aggregates."""
     prefix = f"results/rerank/{wildcards.model}/{wildcards.dataset}/{wildcards.retriever}"
-    return [f"{prefix}/{order}/none.{suffix}" for order in pbconfig.list_inputs(wildcards.debias)]
+    return [f"{prefix}/{order}/none.{suffix}" for order in debiasing.lists(wildcards.debias)]
 
 
 def stability_orders(wildcards):

@@ -103,7 +103,7 @@ def test_a_debias_wrapper_keeps_the_base_capabilities():
         debiasing.wrap(grader, "capcal", 0, debiasing.options(config.defaults("reranking"), "capcal"))
 
 
-def _last_run(runs: list, settings: dict):
+def _last_run(runs: list):
     """A trivial list-level combine step: the last of the lists it reads."""
     return runs[-1]
 
@@ -122,8 +122,8 @@ def test_a_second_list_level_method_is_computed_by_its_own_combine_step(monkeypa
     monkeypatch.setitem(debiasing.METHODS, "last", last)
     runs = [pl.DataFrame({"query_id": ["q"] * 3, "doc_id": docs, "rank": [1, 2, 3], "score": [3.0, 2.0, 1.0]})
             for docs in (["a", "b", "c"], ["a", "c", "b"], ["c", "b", "a"])]
-    assert config.list_inputs("last@3") == ["shuffled-2"] and debiasing.combine("last@3", runs, {}) is runs[-1]
-    assert config.list_inputs("permsc@3") == ["shuffled-0", "shuffled-1", "shuffled-2"]
+    assert debiasing.lists("last@3") == ["shuffled-2"] and debiasing.combine("last@3", runs, {}) is runs[-1]
+    assert debiasing.lists("permsc@3") == ["shuffled-0", "shuffled-1", "shuffled-2"]
     central = debiasing.combine("permsc@3", runs, {"aggregation": "kemeny"})
     assert central.equals(permsc.aggregate_runs(runs, "kemeny")) and central["doc_id"].to_list() == ["a", "c", "b"]
     with pytest.raises(ValueError, match="wraps a reranker; it combines no lists"):

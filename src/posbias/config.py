@@ -580,11 +580,6 @@ def training_labels(config: dict) -> dict:
             for name, run in config.get("training", {}).items()}
 
 
-def list_inputs(debias: str) -> list[str]:
-    """The orders (of debias ``none``) a list-level method combines (its registry entry says which)."""
-    return debiasing.lists(debias)
-
-
 def rerank_grid(config: dict) -> list[tuple[str, str, str, str, str]]:
     """Every (model, dataset, retriever, order, debias) the reranking experiments ask for."""
     out = []
@@ -634,13 +629,13 @@ def check_experiments(config: dict) -> None:
                                      f"scorer (a pointwise scorer's BSC@K comes from its shuffled orders in the "
                                      f"stability stage); use one of {fits}")
                 if spec.level == "list":
-                    missing = [o for o in list_inputs(name) if o not in orders_of(config, e)]
+                    missing = [o for o in debiasing.lists(name) if o not in orders_of(config, e)]
                     if key == "position_debias":
                         raise ValueError(f"config: {where}.position_debias: {name} aggregates whole shuffled lists "
                                          "and has no position orders; list it under `debias`")
                     if missing or "none" not in e.get("debias", ["none"]):
                         raise ValueError(f"config: {where}.debias: {name} aggregates the reranked lists of "
-                                         f"{', '.join(list_inputs(name))} (debias none); "
+                                         f"{', '.join(debiasing.lists(name))} (debias none); "
                                          + (f"add {', '.join(missing)} to the orders" if missing
                                             else "add none to debias"))
         for name in e.get("orders", []):

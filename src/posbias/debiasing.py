@@ -42,7 +42,7 @@ class DebiasMethod:
     ``level``: ``window`` (a wrapper; None: the base reranker itself) or ``list`` (combines reranked
     lists the experiment has; no wrapper): ``lists(spec)`` the orders it reads (each of debias
     ``none``), ``combine`` its step as ``"module:function"`` (imported when a job runs it), called as
-    ``function(runs, settings)`` with those orders' runs and returning one run. ``families``: the scorers it applies to,
+    ``function(runs, **settings)`` with those orders' runs and returning one run. ``families``: the scorers it applies to,
     ``listwise`` rerankers and/or ``pointwise`` Grades scorers (whose BSC@K the stability stage
     computes from their shuffled orders, so the permutation methods are listwise only here).
     """
@@ -114,7 +114,7 @@ METHODS: dict[str, DebiasMethod] = {m.name: m for m in (
     DebiasMethod("capcal", False, "CapCal (content-agnostic calibration){variant}", _capcal, takes_variant=True,
                  settings=_capcal_settings),
     DebiasMethod("permsc", True, "PermSC@{k} (the {k} reranked shuffled lists aggregated)", None, level="list",
-                 settings=_aggregation, lists=_shuffled_lists, combine="posbias.permsc:aggregate"),
+                 settings=_aggregation, lists=_shuffled_lists, combine="posbias.permsc:aggregate_runs"),
     DebiasMethod("permsc-window", True, "PermSC-window@{k} ({k} shuffles of each window aggregated)",
                  _views("shuffles", average_scores=False), settings=_aggregation),
     DebiasMethod("bsc", True, "BSC@{k} (scores averaged over {k} shuffles)",
@@ -189,22 +189,25 @@ def options(reranking: dict, name: str) -> dict:
     return METHODS[spec.method].settings(reranking, spec)
 
 
-def lists(name: str) -> list[str]:
-    """The orders (of debias ``none``) the list-level method ``name`` combines."""
+def _list_level(name: str) -> tuple[DebiasSpec, DebiasMethod]:
     spec = parse(name)
     if spec.level != "list":
         raise ValueError(f"debias {name!r} wraps a reranker; it combines no lists")
-    return METHODS[spec.method].lists(spec)
+    return spec, METHODS[spec.method]
+
+
+def lists(name: str) -> list[str]:
+    """The orders (of debias ``none``) the list-level method ``name`` combines."""
+    spec, method = _list_level(name)
+    return method.lists(spec)
 
 
 def combine(name: str, runs: list, settings: dict):
     """One run from the reranked ``runs`` of :func:`lists` (in that order), by the list-level method
-    ``name``'s own combine step; ``settings`` from :func:`options`."""
-    spec = parse(name)
-    if spec.level != "list":
-        raise ValueError(f"debias {name!r} wraps a reranker; it combines no lists")
-    module, _, function = METHODS[spec.method].combine.partition(":")
-    return getattr(importlib.import_module(module), function)(runs, settings)
+    ``name``'s own combine step; ``settings`` from :func:`options`, passed as keywords."""
+    _, method = _list_level(name)
+    module, _, function = method.combine.partition(":")
+    return getattr(importlib.import_module(module), function)(runs, **settings)
 
 
 def wrap(base, name: str, seed: int, settings: dict):

@@ -41,12 +41,6 @@ def aggregate_runs(runs: list[pl.DataFrame], aggregation: str) -> pl.DataFrame:
     return run.with_columns(score=pl.Series(strictly_decreasing(run["score"].to_numpy(), run["query_id"].to_numpy())))
 
 
-def aggregate(runs: list[pl.DataFrame], settings: dict) -> pl.DataFrame:
-    """PermSC's combine step (:data:`posbias.debiasing.METHODS`): :func:`aggregate_runs` with
-    ``settings["aggregation"]``."""
-    return aggregate_runs(runs, settings["aggregation"])
-
-
 def summed_costs(costs: list[pl.DataFrame]) -> pl.DataFrame:
     """Per-query cost of the K reranking passes (schema COST): windows, calls, tokens and seconds added up."""
     return (pl.concat(costs).group_by("query_id", maintain_order=True)
