@@ -6,6 +6,7 @@ from snakemake.exceptions import WorkflowError
 
 from posbias import config as pbconfig
 from posbias import consumers, debiasing, methods, orders, paper, reproduction
+from posbias.rerankers import modes
 from posbias import plan as pbplan
 from posbias.data import local as pblocal
 from posbias.errors import PosbiasError
@@ -178,7 +179,7 @@ RERANKING_EXPERIMENTS = [
     target[:3]
     for target in STABILITY_TARGETS
     if target[3] == "none"
-    and pbconfig.is_grades(config, target[0])
+    and pbconfig.is_pointwise(config, target[0])
     and pbconfig.consumer_of(config, target[1]) == consumers.PASSAGE_RERANKING
 ]
 DECISION_TARGETS = pbconfig.decision_targets(config)
@@ -219,7 +220,7 @@ def stability_combine(wildcards):
     """How the stability job forms K > 1 presentations from disjoint groups of K shuffled orders: BSC@K's
     mean scores (a plain pointwise scorer), PermSC@K's rank aggregation (a plain listwise model's
     lists), or none (a debiasing method: K = 1 only)."""
-    family = "pointwise" if pbconfig.is_grades(config, wildcards.model) else "listwise"
+    family = modes.family(config["models"][wildcards.model])
     if wildcards.debias != "none":
         return {"family": family, "combine": None}
     if family == "pointwise":

@@ -15,7 +15,7 @@ import pytest
 
 import posbias
 from posbias import config, debiasing, methods, orders, paper
-from posbias.rerankers import Reranker
+from posbias.rerankers import Reranker, WindowResult, modes
 
 REPO = Path(__file__).resolve().parents[1]
 SRC = REPO / "src" / "posbias"
@@ -84,13 +84,25 @@ def test_every_reranker_implements_the_declared_interface():
             "PermutationDebiased", "CapCalDebiased"} <= set(found)
     for cls in found.values():
         assert issubclass(cls, Reranker), cls
-        assert cls.capcal in (None, "single_step", "sequential"), cls
-        if cls.capcal == "single_step":
-            assert cls.calibration_inputs is not Reranker.calibration_inputs, cls
-        if cls.capcal == "sequential":
-            assert cls.rank_calibrated is not Reranker.rank_calibrated, cls
+        assert cls.priors in (None, "per_window", "per_step"), cls
+        if cls.priors == "per_window":
+            assert cls.content_free_inputs is not Reranker.content_free_inputs, cls
+        if cls.priors == "per_step":
+            assert cls.rank_with_priors is not Reranker.rank_with_priors, cls
     assert found["GradesScorer"].pointwise and found["SimulatedGrader"].pointwise
-    assert not found["FirstReranker"].pointwise
+    assert not found["FirstReranker"].pointwise and found["GenerationReranker"].decodes
+
+
+def test_every_mode_is_in_the_schema_and_its_classes_match_its_family():
+    """The schema's `mode` enum is the registry's names; each class a mode builds says the mode's family
+    (``pointwise``) and is built by its own ``from_config``."""
+    assert config.schema_node("models")["additionalProperties"]["properties"]["mode"]["enum"] == list(modes.MODES)
+    for name, mode in modes.MODES.items():
+        for kind, target in mode.classes.items():
+            cls = modes.implementation({"mode": name, "kind": kind})
+            assert cls.pointwise == (mode.family == "pointwise"), (name, kind)
+            assert cls.decodes == (mode.decodes and kind == "causal_lm"), (name, kind)  # a simulator never decodes
+            assert cls.from_config is not Reranker.from_config, (name, kind)
 
 
 def test_a_debias_wrapper_keeps_the_base_capabilities():
@@ -99,8 +111,54 @@ def test_a_debias_wrapper_keeps_the_base_capabilities():
     grader = SimulatedGrader({}, window=7)
     wrapped = debiasing.wrap(grader, "bsc@2", 0, debiasing.options(config.defaults("reranking"), "bsc@2"))
     assert wrapped.pointwise and wrapped.window == 7 and wrapped.stats is grader.stats
-    with pytest.raises(ValueError, match="neither single-step nor sequential CapCal"):
+    with pytest.raises(ValueError, match="gives no content-free priors"):
         debiasing.wrap(grader, "capcal", 0, debiasing.options(config.defaults("reranking"), "capcal"))
+
+
+class _Reversing(Reranker):
+    """The worked example's reranker mode: each window reversed (the last passage shown first)."""
+
+    @classmethod
+    def from_config(cls, spec, context):
+        return cls()
+
+    def rank(self, windows):
+        return [WindowResult(order=list(range(len(w.doc_ids)))[::-1], stats={"calls": 1, "prompt_tokens": 0})
+                for w in windows]
+
+
+def test_a_new_reranker_mode_touches_three_files(monkeypatch):
+    """The how-to's recipe for a reranker mode, done: its class (file 1, here :class:`_Reversing`), its
+    ``MODES`` line (file 2) and its name in config/schema.yaml's ``mode`` enum (file 3). Nothing else: a
+    config using it validates and passes the experiment checks with a listwise debiasing method, the
+    reranker is built by :func:`posbias.rerankers.build` and reranked by the driver."""
+    import copy
+
+    import yaml
+
+    from posbias import rerankers
+    from posbias.rerank import Candidates, rerank
+
+    monkeypatch.setitem(modes.MODES, "reverse", modes.RerankerMode(
+        "listwise", False, "the window reversed", {"simulated": "tests.test_architecture:_Reversing"}))
+    node = config.schema_node("models")["additionalProperties"]["properties"]["mode"]
+    monkeypatch.setitem(node, "enum", [*node["enum"], "reverse"])
+    cfg = copy.deepcopy(yaml.safe_load((REPO / "config" / "config.yaml").read_text()))
+    cfg["models"]["rev"] = {"kind": "simulated", "mode": "reverse"}
+    cfg["reranking"]["experiments"].append({"model": "rev", "dataset": "toy", "retriever": "biased",
+                                            "orders": ["original", "shuffled-0", "shuffled-1", "shuffled-2"],
+                                            "debias": ["none", "permsc@3", "permsc-window@2"]})
+    config.validate(cfg)
+    config.prepare(cfg, files=False)
+    assert modes.family(cfg["models"]["rev"]) == "listwise"
+    built = rerankers.build(cfg["models"]["rev"], None, {}, 0, "cpu", 100)
+    assert isinstance(built, _Reversing)
+    docs = [f"d{i}" for i in range(6)]
+    run, _, _ = rerank(built, [Candidates("q", "query", docs, {d: d for d in docs})], window=6, step=3)
+    assert run.sort("rank")["doc_id"].to_list() == docs[::-1]
+    cfg["models"]["rev"]["mode"] = "grades"
+    with pytest.raises(ValueError, match="permsc@3 does not apply to 'rev', a pointwise scorer"):
+        config.check_experiments(cfg)
 
 
 def _last_run(runs: list):

@@ -81,11 +81,11 @@ def test_pointwise_training_cross_references():
     cfg = _validated(copy.deepcopy(DEFAULT))
     cfg["training"]["bad"] = {"method": "ocsft", "base_model": "tiny-first", "data": "synthetic-train", "gpus": 0,
                               "hyper": {}}
-    with pytest.raises(ValueError, match="needs a base model in mode grades; 'tiny-first' is in mode 'first'"):
+    with pytest.raises(ValueError, match=r"needs a base model of a pointwise mode \(grades\); 'tiny-first' is in mode 'first'"):
         _register(cfg)
     cfg = _validated(copy.deepcopy(DEFAULT))
     cfg["training"]["tiny-ocsft"]["teacher"] = "sim-linear"
-    with pytest.raises(ValueError, match="teacher 'sim-linear' is neither 'qrels' nor a models entry in mode grades"):
+    with pytest.raises(ValueError, match=r"teacher 'sim-linear' is neither 'qrels' nor a models entry of a pointwise mode \(grades\)"):
         _register(cfg)
     cfg = _validated(copy.deepcopy(DEFAULT))
     _register(cfg)

@@ -146,8 +146,8 @@ def test_sequential_capcal_for_generation(tiny):
     out = _wrap(gen, "capcal").rank(windows)[0]
     assert sorted(out.order) == [0, 1, 2, 3] and out.stats["calls"] == 8
     # alpha = 0 reproduces constrained greedy decoding over the remaining identifiers
-    plain = gen.rank_calibrated(windows, lambda p, q: list(p), "")[0]
-    zero = GenerationReranker(LMSpec(str(tiny))).rank_calibrated(
+    plain = gen.rank_with_priors(windows, lambda p, q: list(p), "")[0]
+    zero = GenerationReranker(LMSpec(str(tiny))).rank_with_priors(
         windows, lambda p, q: capcal_scores(p, q, alpha=0.0), "")[0]
     assert plain.order == zero.order
 
@@ -235,7 +235,7 @@ def test_capcal_placeholder_variants_change_the_content_free_prompt(tiny):
     for name in ("capcal", "capcal@na-1", "capcal@na-30"):
         wrapped = _wrap(FirstReranker(LMSpec(str(tiny))), name, reranking)
         assert wrapped.placeholder == debiasing.placeholder(debiasing.options(reranking, name))
-        priors[name] = wrapped.base.calibration_inputs(windows, wrapped.placeholder)[0][1]
+        priors[name] = wrapped.base.content_free_inputs(windows, wrapped.placeholder)[0][1]
     assert priors["capcal@na-1"] != priors["capcal@na-30"] != priors["capcal"]
 
 

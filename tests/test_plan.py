@@ -153,7 +153,7 @@ def test_throughput_rows_scale_with_size_and_hours_add_up(tmp_path):
     table.write_text("train_factor: 4\nsimulated: {call_s: 0.001, source: s}\ndevices:\n  dev:\n    rows:\n"
                      "      - {params_b: 2.0, prefill_tokens_per_s: 1000, call_s: 0.5, decode_s: 0, load_s: 10, source: m}\n")
     cfg = {"plan": {"device": "dev", "throughput": str(table)},
-           "models": {"lm": {"kind": "causal_lm", "mode": "first", "params_b": 2.0}, "sim": {"kind": "simulated"}},
+           "models": {"lm": {"kind": "causal_lm", "mode": "first", "params_b": 2.0}, "sim": {"kind": "simulated", "mode": "first"}},
            "training": {"lm": {"gpus": 4}}}
     orders = pl.DataFrame(
         [{"family": "rerank", "model": "lm", "job": "a", "windows": 10, "calls": 10, "prompt_tokens": 5000,

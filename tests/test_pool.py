@@ -59,7 +59,7 @@ class Coupled(Reranker):
     """Scores a document by its own number plus a companion-dependent term that differs per document:
     an order-free scorer whose kept documents' ranking moves with the companions."""
 
-    pointwise, window, capcal = True, 6, None
+    pointwise, window, priors = True, 6, None
 
     def rank(self, windows):
         out = []

@@ -275,7 +275,7 @@ def test_a_generation_prompt_leaves_room_for_its_answer(built, dl19, name):
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(generation, "identifier_scores", recording)
         before = gen.stats["truncated_passages"]
-        calibrated = gen.rank_calibrated([dl19], lambda real, empty: real, "[empty]")[0]
+        calibrated = gen.rank_with_priors([dl19], lambda real, empty: real, "[empty]")[0]
     assert sorted(calibrated.order) == list(range(20)) and len(read) == 20
     assert gen.stats["truncated_passages"] > before and max(read) <= 1200
 
@@ -296,7 +296,7 @@ def test_capcals_content_free_prompt_is_read_where_the_tokenizer_puts_the_identi
     for ident, path in zip(prompts.identifiers(20, "letters"), first.paths):
         ids = tok(text + f"{ident}] > [")["input_ids"]
         assert ids[: len(encoded)] == encoded and tuple(ids[len(encoded):][: len(path)]) == path, ident
-    (p_real, p_empty, cost), = first.calibration_inputs([dl19], placeholder)
+    (p_real, p_empty, cost), = first.content_free_inputs([dl19], placeholder)
     assert len(p_real) == len(p_empty) == 20 and cost["calls"] == 2 and p_real != p_empty
 
 

@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 
 from posbias import consumers, debiasing, engines, methods, orders
+from posbias.rerankers import modes
 from posbias.errors import PosbiasError
 from posbias.textfiles import require_file
 
@@ -419,7 +420,7 @@ def rerank_settings(config: dict, model: str, dataset: str, retriever: str, debi
         out |= {"relevant_grade": rr["relevant_grade"], "position_k": rr["position_k"]}
     if config["models"][model]["kind"] == "causal_lm":
         out["word_budget"] = rr["word_budget"]
-    if is_grades(config, model) and consumer_window(config, dataset):
+    if is_pointwise(config, model) and consumer_window(config, dataset):
         out["grade_window"] = consumer_window(config, dataset)
     return canonical(out)
 
@@ -462,7 +463,7 @@ def pool_targets(config: dict) -> list[tuple[str, str, str]]:
     """Every pointwise experiment on a dataset of ``ocsft.pool.datasets`` (the ``pool_design`` rule)."""
     datasets = config["ocsft"]["pool"]["datasets"]
     return [experiment_key(e) for e in config["reranking"]["experiments"]
-            if is_grades(config, e["model"]) and e["dataset"] in datasets]
+            if is_pointwise(config, e["model"]) and e["dataset"] in datasets]
 
 
 def decision_targets(config: dict) -> list[tuple[str, str, str]]:
@@ -470,7 +471,7 @@ def decision_targets(config: dict) -> list[tuple[str, str, str]]:
     decisions (the ``decisions`` rule)."""
     stable = {target[:3] for target in stability_targets(config)}
     return [experiment_key(e) for e in config["reranking"]["experiments"] if experiment_key(e) in stable
-            and is_grades(config, e["model"]) and consumer_of(config, e["dataset"]) in consumers.with_decisions()]
+            and is_pointwise(config, e["model"]) and consumer_of(config, e["dataset"]) in consumers.with_decisions()]
 
 
 def check_consumers(config: dict) -> None:
@@ -615,7 +616,7 @@ def check_experiments(config: dict) -> None:
         model = config["models"].get(e["model"])
         if model is None or model["kind"] not in ("causal_lm", "simulated"):
             raise ValueError(f"config: {where}.model {e['model']!r} is not a models entry of kind causal_lm or simulated")
-        family = "pointwise" if model.get("mode") == "grades" else "listwise"
+        family = modes.family(model)
         for key in ("debias", "position_debias"):
             for name in e.get(key, []):
                 try:
@@ -665,9 +666,10 @@ def silver_path(config: dict, run: dict) -> str:
     return f"results/silver/{run['data']}/{silver_teacher(config, run)}/t{silver_shuffles(config, run)}.parquet"
 
 
-def is_grades(config: dict, model: str) -> bool:
+def is_pointwise(config: dict, model: str) -> bool:
+    """Whether ``model`` is a reranker of a pointwise mode (:mod:`posbias.rerankers.modes`): a score per passage."""
     spec = config["models"].get(model, {})
-    return spec.get("mode") == "grades"
+    return "mode" in spec and modes.family(spec) == "pointwise"
 
 
 def stability_targets(config: dict) -> list[tuple[str, str, str, str]]:
@@ -856,14 +858,14 @@ def _register(config: dict, name: str, run: dict) -> None:
     base = config["models"].get(run["base_model"])
     if base is None or base["kind"] != "causal_lm":
         raise ValueError(f"{where}.base_model {run['base_model']!r} is not a models entry of kind causal_lm")
-    pointwise = method.pointwise
-    if pointwise != (base.get("mode") == "grades"):
-        raise ValueError(f"{where}: method {run['method']!r} needs a base model in mode "
-                         f"{'grades' if pointwise else 'first'}; {run['base_model']!r} is in mode {base.get('mode')!r}")
-    if pointwise:
+    if method.family != modes.family(base):
+        raise ValueError(f"{where}: method {run['method']!r} needs a base model of a {method.family} mode "
+                         f"({', '.join(modes.names(method.family))}); {run['base_model']!r} is in mode {base['mode']!r}")
+    if method.pointwise:
         teacher = silver_teacher(config, run)
-        if teacher != "qrels" and not (teacher in config["models"] and is_grades(config, teacher)):
-            raise ValueError(f"{where}: silver-label teacher {teacher!r} is neither 'qrels' nor a models entry in mode grades")
+        if teacher != "qrels" and not (teacher in config["models"] and is_pointwise(config, teacher)):
+            raise ValueError(f"{where}: silver-label teacher {teacher!r} is neither 'qrels' nor a models entry of a "
+                             f"pointwise mode ({', '.join(modes.names('pointwise'))})")
         if run["data"] not in config["datasets"]:
             raise ValueError(f"{where}.data {run['data']!r} is not a datasets entry")
         if silver_retriever(config, run["data"]) not in dataset_retrievers(config, run["data"]):

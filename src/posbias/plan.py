@@ -48,7 +48,7 @@ from posbias.data.collection import grades_by_query, passage_texts
 from posbias.errors import PosbiasError
 from posbias.models import resolve
 from posbias.rerank import Experiment, present_candidates, rerank, rerank_order, window_of
-from posbias.rerankers import Window
+from posbias.rerankers import Window, modes
 
 FAMILIES = ("rerank", "propensity_rerank", "silver_labels", "pool_design", "train")
 ORDER_SCHEMA = {"family": pl.String, "model": pl.String, "dataset": pl.String, "retriever": pl.String,
@@ -264,11 +264,6 @@ def _unit(dataset: str, cap: int | None = None) -> float:
     return 1.0
 
 
-def _generation(config: dict, model: str) -> bool:
-    spec = config["models"][model]
-    return spec["kind"] == "causal_lm" and spec["mode"] == "generation"
-
-
 def plan_rerank(config: dict, root: Path, scale=_unit, tokenizers: dict | None = None) -> list[dict]:
     """One row per rerank job order: the windows, calls and prompt tokens it will spend."""
     data, out, built = _Data(root), [], {}
@@ -288,7 +283,7 @@ def plan_rerank(config: dict, root: Path, scale=_unit, tokenizers: dict | None =
                                                for c in shown.lists)
             reads_tokens = config["models"][m]["kind"] == "causal_lm"
             out.append(_row("rerank", m, d, r, debias, name, f"{d}/{r}/{debias}.{part}", len(shown.lists), cost,
-                            not _generation(config, m), counting, scale(d, settings["queries"]),
+                            not base.decodes, counting, scale(d, settings["queries"]),
                             one_window or not reads_tokens))
     return out
 
@@ -307,7 +302,7 @@ def plan_propensity(config: dict, root: Path, scale=_unit, tokenizers: dict | No
     _, _, cost = rerank(counting.reranker, lists, window=prop["k"], step=prop["k"],
                         batch_size=config["models"][prop["model"]]["batch_size"])
     return [_row("propensity_rerank", prop["model"], prop["dataset"], prop["retriever"], "none", "propensity",
-                 "propensity", sampled["query_id"].n_unique(), cost, not _generation(config, prop["model"]), counting,
+                 "propensity", sampled["query_id"].n_unique(), cost, not counting.reranker.decodes, counting,
                  scale(prop["dataset"], prop["queries"]))]
 
 
@@ -538,7 +533,8 @@ def with_seconds(orders_: pl.DataFrame, config: dict, root: Path = Path("."),
     config said so; :func:`engine_of`); ``root`` holds the tiny model builds whose size is counted."""
     plan = config["plan"]
     rows, other = read_throughput(throughput or throughput_path(config), plan["device"])
-    simulated = Throughput(0.0, math.inf, other["simulated"]["call_s"], 0.0, 0.0, other["simulated"]["source"])
+    call_s = other["simulated"]["call_s"]  # a simulated model's call costs the same in every mode
+    simulated = Throughput(0.0, math.inf, call_s, call_s, 0.0, other["simulated"]["source"])
     sizes = {model: model_params_b(config, model, root) for model in orders_["model"].unique(maintain_order=True)}
     chosen = {}
     for family, model in orders_.select("family", "model").unique(maintain_order=True).iter_rows():
@@ -550,8 +546,8 @@ def with_seconds(orders_: pl.DataFrame, config: dict, root: Path = Path("."),
         row = chosen[family, model]
         if family == "train":
             seconds.append(tokens * other["train_factor"] / row.prefill_tokens_per_s)
-        else:  # a generation reranker's calls are decoding steps
-            per_call = row.decode_s if _generation(config, model) else row.call_s
+        else:  # the calls of a mode that decodes are decoding steps
+            per_call = row.decode_s if modes.get(config["models"][model]["mode"]).decodes else row.call_s
             seconds.append(calls * per_call + tokens / row.prefill_tokens_per_s)
         loads.append(row.load_s)
         sources.append(row.source)

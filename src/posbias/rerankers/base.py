@@ -10,8 +10,13 @@ scores where it has them). Its capabilities are declared, not probed:
 - ``windowing``: how a pointwise scorer's list is cut into windows, a key of
   :data:`posbias.rerank.WINDOWINGS`: ``"contiguous"`` slices, or ``"round_robin"`` (passage i in
   window i mod W; :class:`posbias.rerankers.debiased.RoundRobinWindowing`).
-- ``capcal``: how it supports CapCal: ``"single_step"`` (it implements
-  :meth:`Reranker.calibration_inputs`), ``"sequential"`` (:meth:`Reranker.rank_calibrated`), or None.
+- ``decodes``: it generates its answer token by token, so its model calls per window depend on what
+  the model writes (the compute plan counts them as estimates).
+- ``priors``: the content-free priors it gives (what calibration such as CapCal needs of the model's
+  internals): ``"per_window"`` (:meth:`Reranker.content_free_inputs`: the answer distribution of a
+  window and of the same prompt with content-free passages) or ``"per_step"``
+  (:meth:`Reranker.rank_with_priors`: decoding one identifier at a time, each step's distribution and
+  its content-free prior handed to a function that picks the step's scores), or None.
 - ``batches_itself``: its engine batches and schedules requests itself (vLLM, :mod:`posbias.engines`):
   :func:`posbias.rerank.rerank` hands it a whole round of windows at once instead of ``batch_size``.
 - ``stats``: counters since the last :meth:`Reranker.reset_stats` (forward passes, prompt tokens,
@@ -41,6 +46,21 @@ class Window:
     markers: tuple[int, ...] | None = None
 
 
+@dataclass(frozen=True)
+class BuildContext:
+    """What building a reranker may read besides its ``models:`` entry: the model folder or HF id
+    (``path``, causal LMs), the qrels grades (simulated models), the seed, the device, the passage word
+    budget, and a (tokenizer, model) already at hand (``loaded``; ``(tokenizer, None)`` counts calls and
+    prompt tokens without running a model, :mod:`posbias.plan`)."""
+
+    path: str | None
+    grades: dict[str, dict[str, int]]
+    seed: int
+    device: str
+    word_budget: int
+    loaded: tuple | None = None
+
+
 @dataclass
 class WindowResult:
     """``order``: indices into the window, best first; ``scores``: per input position, if the model has them.
@@ -66,7 +86,8 @@ class Reranker(ABC):
     pointwise: bool = False
     window: int | None = None
     windowing: str = "contiguous"
-    capcal: str | None = None  # None | "single_step" | "sequential"
+    decodes: bool = False
+    priors: str | None = None  # None | "per_window" | "per_step"
     batches_itself: bool = False
 
     def __init__(self) -> None:
@@ -82,10 +103,18 @@ class Reranker(ABC):
     def rank(self, windows: list[Window]) -> list[WindowResult]:
         """One result per window, in the same order."""
 
-    def calibration_inputs(self, windows: list[Window], placeholder: str) -> list[tuple[list[float], list[float], dict]]:
-        """Single-step CapCal: (P(d | x), P(d | x_empty), cost) per window."""
-        raise NotImplementedError(f"{type(self).__name__} does not support single-step CapCal")
+    @classmethod
+    def from_config(cls, spec: dict, context: BuildContext) -> Reranker:
+        """The reranker a validated ``models:`` entry describes (:func:`posbias.rerankers.build`)."""
+        raise NotImplementedError(f"{cls.__name__} is not built from a models entry")
 
-    def rank_calibrated(self, windows: list[Window], calibrate: Callable, placeholder: str) -> list[WindowResult]:
-        """Sequential CapCal: decode the ranking one identifier at a time through ``calibrate``."""
-        raise NotImplementedError(f"{type(self).__name__} does not support sequential CapCal")
+    def content_free_inputs(self, windows: list[Window], placeholder: str) -> list[tuple[list[float], list[float], dict]]:
+        """``priors == "per_window"``: (P(d | x), P(d | x_empty), cost) per window, x_empty the prompt with
+        every passage replaced by ``placeholder``."""
+        raise NotImplementedError(f"{type(self).__name__} gives no per-window content-free priors")
+
+    def rank_with_priors(self, windows: list[Window], adjust: Callable, placeholder: str) -> list[WindowResult]:
+        """``priors == "per_step"``: decode the ranking one identifier at a time; at each step
+        ``adjust(p_real, p_empty)`` turns the step's distribution and its content-free prior into the scores
+        the step picks from."""
+        raise NotImplementedError(f"{type(self).__name__} gives no per-step content-free priors")

@@ -16,13 +16,14 @@ these wrappers).
   window i mod W (:func:`posbias.windows.round_robin`), one pass, no extra calls.
 - ``rename@K``: marker renaming, a prompt-side alternative and, at K = 1, a sensitivity probe: K seeded
   relabellings of a pointwise Grades window's markers ``[1] … [B]``, scores averaged.
-- ``capcal``: content-agnostic probability calibration. Single step for models with per-passage
-  probabilities (First, simulated); sequential constrained decoding for generation models.
+- ``capcal``: content-agnostic probability calibration, on the content-free priors the base gives
+  (:attr:`Reranker.priors`): one step per window for models with per-passage probabilities (First,
+  simulated); per decoding step, constrained, for generation models.
 
 The K views of all windows in a batch go to the base reranker together, so batching still applies.
 View seeds derive from the config seed, the query id, the window's doc ids and the view index.
-A wrapper declares the same capabilities as its base (``pointwise``, ``window``) and shares its
-``stats``.
+A wrapper declares the same capabilities as its base (``pointwise``, ``window``, ``decodes``) and
+shares its ``stats``.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ class _Wrapper(Reranker):
         super().__init__()
         self.base = base
         self.pointwise, self.window, self.windowing, self.stats = base.pointwise, base.window, base.windowing, base.stats
-        self.batches_itself = base.batches_itself
+        self.batches_itself, self.decodes = base.batches_itself, base.decodes
 
 
 class PermutationDebiased(_Wrapper):
@@ -141,7 +142,8 @@ VIEWS = {"shuffles": PermutationDebiased, "rotations": RoundRobin, "relabellings
 
 
 class CapCalDebiased(_Wrapper):
-    """CapCal with a fixed α or the entropy-adaptive one (α=None), in the mode the base declares.
+    """CapCal with a fixed α or the entropy-adaptive one (α=None), on the content-free priors the base
+    gives (:attr:`Reranker.priors`: per window, or per decoding step).
 
     It counts in the shared ``stats`` each calibration step's α (``capcal_steps``, ``capcal_alpha_sum``,
     ``capcal_alpha_sq_sum``) and, for the adaptive α, the steps where it sat at its cap α_max
@@ -149,8 +151,9 @@ class CapCalDebiased(_Wrapper):
     at the cap, so a constant over-correction shows."""
 
     def __init__(self, base: Reranker, alpha: float | None, c: float, alpha_max: float, placeholder: str):
-        if base.capcal is None:
-            raise ValueError(f"{type(base).__name__} supports neither single-step nor sequential CapCal")
+        if base.priors is None:
+            raise ValueError(f"{type(base).__name__} gives no content-free priors (per window or per decoding step), "
+                             "which CapCal calibrates against")
         super().__init__(base)
         self.placeholder, self.alpha, self.c, self.alpha_max = placeholder, alpha, c, alpha_max
         for key in debias.CAPCAL_COUNTERS:
@@ -169,10 +172,10 @@ class CapCalDebiased(_Wrapper):
         return debias.capcal_scores(p_real, p_empty, alpha=alpha)
 
     def rank(self, windows: list[Window]) -> list[WindowResult]:
-        if self.base.capcal == "sequential":
-            return self.base.rank_calibrated(windows, self.calibrate, self.placeholder)
+        if self.base.priors == "per_step":
+            return self.base.rank_with_priors(windows, self.calibrate, self.placeholder)
         out = []
-        for p_real, p_empty, cost in self.base.calibration_inputs(windows, self.placeholder):
+        for p_real, p_empty, cost in self.base.content_free_inputs(windows, self.placeholder):
             s = self.calibrate(p_real, p_empty)
             out.append(WindowResult(order=by_score(s), scores=s, stats=cost))
         return out

@@ -36,11 +36,12 @@ def max_new_tokens(n: int) -> int:
 
 
 class GenerationReranker(ListwiseLM):
-    capcal = "sequential"
+    decodes = True
+    priors = "per_step"
 
     def __init__(self, spec: LMSpec, loaded: tuple | None = None):
         super().__init__(spec, loaded)
-        self._steps: list[tuple[int, ...]] | None = None  # step_tokens, read once (rank_calibrated)
+        self._steps: list[tuple[int, ...]] | None = None  # step_tokens, read once (rank_with_priors)
         self.stats = {"forward_passes": 0, "prompt_tokens": 0, "generated_tokens": 0, "parse_failures": 0,
                       "missing_ids": 0, "truncated_passages": 0}
 
@@ -73,12 +74,12 @@ class GenerationReranker(ListwiseLM):
                                                             "calls": max(len(tokens), 1), "prompt_tokens": len(enc)}))
         return results
 
-    def rank_calibrated(self, windows: list[Window], calibrate, placeholder: str) -> list[WindowResult]:
+    def rank_with_priors(self, windows: list[Window], adjust, placeholder: str) -> list[WindowResult]:
         """Sequential CapCal: constrained decoding that emits only valid, unused identifiers.
 
         At each step the next-identifier distribution is read for the real prompt and for the
         content-free prompt (passages replaced by ``placeholder``), each renormalised over the
-        passages still to place and with the same answer prefix; ``calibrate(p_real, p_empty)``
+        passages still to place and with the same answer prefix; ``adjust(p_real, p_empty)``
         gives the scores and the best remaining passage is emitted: its tokens ``X] > [`` are appended
         to both prompts as a generating model would emit them (:func:`step_tokens`). Costs 2 forward
         passes per emitted identifier, plus one per shared prefix of multi-token identifiers; each
@@ -105,7 +106,7 @@ class GenerationReranker(ListwiseLM):
                                                   self.multi_token)
                 calls += sum(c for c, _ in costs)
                 tokens += sum(t for _, t in costs)
-                best = remaining[int(np.argmax(calibrate(softmax(scores[0]), softmax(scores[1]))))]
+                best = remaining[int(np.argmax(adjust(softmax(scores[0]), softmax(scores[1]))))]
                 chosen.append(best)
                 remaining.remove(best)
                 rows = [r + list(steps[best]) for r in rows]

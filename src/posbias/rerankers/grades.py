@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import torch
 
-from posbias.rerankers.base import Reranker, Window, WindowResult, by_score
+from posbias.rerankers.base import BuildContext, Reranker, Window, WindowResult, by_score
 from posbias.engines.hf import batches_by_length, pad_left
-from posbias.rerankers.lm import LMSpec, load
+from posbias.rerankers.lm import LMSpec, lm_spec, load
 from posbias.scoring import GradesEncoder, grade_scores, slot_grade_logits
 
 
@@ -26,6 +26,10 @@ class GradesScorer(Reranker):
         self.tokenizer, self.model = loaded or load(spec)
         self.encoder = GradesEncoder(self.tokenizer, spec.word_budget, spec.max_context)
         self.stats = {"forward_passes": 0, "prompt_tokens": 0, "truncated_passages": 0}
+
+    @classmethod
+    def from_config(cls, spec: dict, context: BuildContext) -> GradesScorer:
+        return cls(lm_spec(spec, context), spec["grade_window"], context.loaded)
 
     def scores(self, windows: list[Window]) -> list[tuple[list[float], int]]:
         """(score per document in input order, prompt tokens) for each window."""

@@ -15,7 +15,7 @@ from posbias import config, engines, hub
 from posbias.engines.hf import load_model
 from posbias.errors import PosbiasError
 from posbias.prompts import IDENTIFIERS, identifiers, render
-from posbias.rerankers.base import Reranker
+from posbias.rerankers.base import BuildContext, Reranker
 
 
 _MODEL = config.model_defaults("causal_lm")
@@ -38,6 +38,17 @@ class LMSpec:
     identifiers: str = _MODEL["identifiers"]  # letters or numbers (posbias.prompts.IDENTIFIER_STYLES)
     engine: str = _MODEL["engine"]  # a key of posbias.engines.ENGINES
     vllm: dict = field(default_factory=lambda: config.defaults("models", "vllm"))  # engine vllm: its settings
+
+
+def lm_spec(spec: dict, context: BuildContext) -> LMSpec:
+    """The :class:`LMSpec` of a validated causal_lm ``models:`` entry, on ``context``'s path, device and
+    word budget."""
+    return LMSpec(path=context.path, dtype=spec["dtype"], max_context=spec["max_context"],
+                  attn_implementation=spec["attn_implementation"], trust_remote_code=spec["trust_remote_code"],
+                  word_budget=context.word_budget, batch_size=spec["batch_size"], device=context.device,
+                  prompt=spec["prompt"], identifiers=spec["identifiers"],
+                  engine=spec.get("engine", _MODEL["engine"]),  # params omit the default
+                  vllm={**config.defaults("models", "vllm"), **spec.get("vllm", {})})
 
 
 def load(spec: LMSpec, with_model: bool = True):
@@ -89,6 +100,10 @@ class ListwiseLM(Reranker):
         self.multi_token = any(len(p) > 1 for p in self.paths)
         if self.engine is not None:
             self.engine.start(normalise=self.multi_token)
+
+    @classmethod
+    def from_config(cls, spec: dict, context: BuildContext) -> ListwiseLM:
+        return cls(lm_spec(spec, context), context.loaded)
 
 
 # The answer's opening bracket, in order of preference: "[" as FIRST's prompt ends, or " [" where the

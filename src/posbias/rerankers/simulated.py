@@ -29,7 +29,7 @@ import numpy as np
 
 from posbias import config
 from posbias.permute import derive_seed
-from posbias.rerankers.base import Reranker, Window, WindowResult, by_score
+from posbias.rerankers.base import BuildContext, Reranker, Window, WindowResult, by_score
 
 PRIORS = ("none", "linear", "primacy", "u_shaped")
 
@@ -52,10 +52,16 @@ def prior(kind: str, k: int) -> np.ndarray:
 _DEFAULTS = config.model_defaults("simulated")
 
 
+def _shared(spec: dict, context: BuildContext) -> dict:
+    """The settings both simulators read from a simulated ``models:`` entry."""
+    return {"prior": spec["prior"], "strength": spec["strength"], "noise": spec["noise"],
+            "relevance_weight": spec["relevance_weight"], "seed": context.seed}
+
+
 class SimulatedReranker(Reranker):
     """The listwise simulator; argument defaults are a simulated ``models:`` entry's (config/schema.yaml)."""
 
-    capcal = "single_step"
+    priors = "per_window"
 
     def __init__(self, grades: dict[str, dict[str, int]], prior: str = _DEFAULTS["prior"],
                  strength: float = _DEFAULTS["strength"], noise: float = _DEFAULTS["noise"],
@@ -70,6 +76,10 @@ class SimulatedReranker(Reranker):
         super().__init__()
         self.grades, self.prior, self.strength = grades, prior, strength
         self.noise, self.relevance_weight, self.seed, self.bias_space = noise, relevance_weight, seed, bias_space
+
+    @classmethod
+    def from_config(cls, spec: dict, context: BuildContext) -> SimulatedReranker:
+        return cls(context.grades, bias_space=spec["bias_space"], **_shared(spec, context))
 
     def _content(self, window: Window) -> np.ndarray:
         qrels = self.grades.get(window.query_id, {})
@@ -95,7 +105,7 @@ class SimulatedReranker(Reranker):
             out.append(WindowResult(order=by_score(s), scores=s.tolist(), stats={"calls": 1, "prompt_tokens": 0}))
         return out
 
-    def calibration_inputs(self, windows: list[Window], placeholder: str) -> list[tuple[list[float], list[float], dict]]:
+    def content_free_inputs(self, windows: list[Window], placeholder: str) -> list[tuple[list[float], list[float], dict]]:
         """(P(d | x), P(d | x_empty)): softmax of the scores, and of the prior alone (a placeholder has no
         relevance and no identity, so only the positional term remains)."""
         out = []
@@ -122,12 +132,17 @@ class SimulatedGrader(SimulatedReranker):
     """
 
     pointwise = True
-    capcal = None  # a grader has no answer distribution over identifiers to calibrate
+    priors = None  # a grader has no answer distribution over identifiers to calibrate
 
     def __init__(self, grades: dict[str, dict[str, int]], window: int = _DEFAULTS["grade_window"],
                  order_noise: float = _DEFAULTS["order_noise"], **kwargs):
         super().__init__(grades, **kwargs)
         self.window, self.order_noise = window, order_noise
+
+    @classmethod
+    def from_config(cls, spec: dict, context: BuildContext) -> SimulatedGrader:
+        return cls(context.grades, window=spec["grade_window"], order_noise=spec["order_noise"],
+                   **_shared(spec, context))
 
     def scores(self, window: Window) -> np.ndarray:
         content = self._content(window) - self.relevance_weight * 1.5
