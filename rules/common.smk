@@ -7,6 +7,7 @@ from snakemake.exceptions import WorkflowError
 from posbias import config as pbconfig
 from posbias import consumers, debiasing, methods, orders, paper, reproduction
 from posbias.rerankers import modes
+from posbias.retrieval import kinds
 from posbias import plan as pbplan
 from posbias.data import local as pblocal
 from posbias.errors import PosbiasError
@@ -37,9 +38,43 @@ EXPERIMENTS = {pbconfig.experiment_key(e): e for e in config["reranking"]["exper
 DATASETS = list(config["datasets"])
 
 
-def retrievers_of(*kinds):
-    names = {r for _, r in GRID if pbconfig.retriever_kind(config, r) in kinds}
+def retrievers_of(indexed=None):
+    """The grid's configured retrievers (not imported runs), only those whose kind builds an index
+    (``indexed=True``) if asked."""
+    names = {r for _, r in GRID if r in config["retrievers"]}
+    names = {r for r in names if indexed is None or (kinds.get(config["retrievers"][r]["kind"]).index is not None)}
     return sorted(names) or ["__none__"]
+
+
+def retriever_kind(wildcards):
+    return kinds.get(config["retrievers"][wildcards.retriever]["kind"])
+
+
+def retriever_tables(wildcards):
+    """The dataset tables a retrieve job reads (its kind's ``reads``)."""
+    return [t for t in retriever_kind(wildcards).reads if t in kinds.TABLES]
+
+
+def retrieval_inputs(wildcards):
+    """A retrieve job's files: the dataset tables its kind reads, the runs it fuses, the index it searches
+    (unless prebuilt) and the built encoder it needs."""
+    kind = retriever_kind(wildcards)
+    files = {t: f"results/data/{wildcards.dataset}/{t}.parquet" for t in retriever_tables(wildcards)}
+    if "runs" in kind.reads:
+        parts = config["retrievers"][wildcards.retriever]["runs"]
+        files["runs"] = [f"results/runs/{wildcards.dataset}/{part}.parquet" for part in parts]
+    if kind.index and not pbconfig.prebuilt_index(config, wildcards.dataset, wildcards.retriever):
+        files["index"] = f"results/index/{wildcards.dataset}/{wildcards.retriever}"
+    return files | {"model": model_input(wildcards)}
+
+
+def retriever_device(wildcards):
+    """The device of a kind that runs an encoder; None for the others, so a device change reruns only those."""
+    return config["device"] if retriever_kind(wildcards).encoder else None
+
+
+def retriever_threads(wildcards):
+    return config["threads"] if retriever_kind(wildcards).threaded else 1
 
 
 def alternation(names):
@@ -136,9 +171,8 @@ def model_gpus(model):
 
 
 def retriever_gpus(wildcards):
-    """GPUs an index or retrieve job asks SLURM for: 1 for a dense or SPLADE encoder with `device: cuda`."""
-    kind = config["retrievers"].get(wildcards.retriever, {}).get("kind")
-    return int(config["device"].startswith("cuda") and kind in ("dense", "splade"))
+    """GPUs an index or retrieve job asks SLURM for: 1 for a kind that runs an encoder, with `device: cuda`."""
+    return int(config["device"].startswith("cuda") and retriever_kind(wildcards).encoder)
 
 
 def reranker_model_path(model):

@@ -1,4 +1,4 @@
-# Stage `retrieval`: first-stage runs per dataset x retriever (bm25, dense, splade, rrf, oracle, listed,
+# Stage `retrieval`: first-stage runs per dataset x retriever (a kind of posbias.retrieval.kinds, or
 # imported:<name>).
 
 
@@ -30,6 +30,7 @@ rule build_tiny_model:
 
 
 rule index:
+    # The index of a retriever kind that builds one (posbias.retrieval.kinds: bm25, dense, splade).
     input:
         corpus="results/data/{dataset}/corpus.parquet",
         model=model_input,
@@ -40,7 +41,7 @@ rule index:
     benchmark:
         "benchmarks/index/{dataset}/{retriever}.tsv"
     wildcard_constraints:
-        retriever=alternation(retrievers_of("bm25", "dense", "splade")),
+        retriever=alternation(retrievers_of(indexed=True)),
     conda:
         "../envs/retrieval.yaml"
     threads: config["threads"]
@@ -51,20 +52,16 @@ rule index:
     params:
         spec=retriever_spec,
         model=lambda w: model_path(w) if "model" in config["retrievers"][w.retriever] else None,
-        device=config["device"],
+        device=retriever_device,
     script:
         "../workflow/scripts/index.py"
 
 
 rule retrieve:
+    # Every configured retriever's run, as its kind searches (posbias.retrieval.kinds): its index (or a
+    # pyserini prebuilt one), or the dataset tables and runs the kind reads (oracle, listed, rrf).
     input:
-        index=lambda w: (
-            []
-            if pbconfig.prebuilt_index(config, w.dataset, w.retriever)
-            else f"results/index/{w.dataset}/{w.retriever}"
-        ),
-        queries="results/data/{dataset}/queries.parquet",
-        model=model_input,
+        unpack(retrieval_inputs),
     output:
         run="results/runs/{dataset}/{retriever}.parquet",
         trec="results/runs/{dataset}/{retriever}.trec",
@@ -73,73 +70,23 @@ rule retrieve:
     benchmark:
         "benchmarks/runs/{dataset}/{retriever}.tsv"
     wildcard_constraints:
-        retriever=alternation(retrievers_of("bm25", "dense", "splade")),
+        retriever=alternation(retrievers_of()),
     conda:
         "../envs/retrieval.yaml"
-    threads: config["threads"]
+    threads: retriever_threads
     resources:
         mem_mb=lambda w, attempt: 8000 * attempt,
         runtime=120,
         gpu=retriever_gpus,
     params:
         spec=retriever_spec,
+        tables=retriever_tables,
         model=lambda w: model_path(w) if "model" in config["retrievers"][w.retriever] else None,
-        device=config["device"],
+        device=retriever_device,
         prebuilt=lambda w: pbconfig.prebuilt_index(config, w.dataset, w.retriever),
+        seed=lambda w: config["seed"] if retriever_kind(w).seeded else None,
     script:
         "../workflow/scripts/retrieve.py"
-
-
-rule retrieve_oracle:
-    # A simulated first stage of known quality: qrels grade + seeded noise (posbias.retrieval.oracle).
-    input:
-        queries="results/data/{dataset}/queries.parquet",
-        qrels="results/data/{dataset}/qrels.parquet",
-    output:
-        run="results/runs/{dataset}/{retriever}.parquet",
-        trec="results/runs/{dataset}/{retriever}.trec",
-    log:
-        "logs/runs/{dataset}/{retriever}.log",
-    benchmark:
-        "benchmarks/runs/{dataset}/{retriever}.tsv"
-    wildcard_constraints:
-        retriever=alternation(retrievers_of("oracle")),
-    conda:
-        "../envs/data.yaml"
-    resources:
-        mem_mb=lambda w, attempt: 2000 * attempt,
-        runtime=10,
-    params:
-        spec=retriever_spec,
-        seed=config["seed"],
-    script:
-        "../workflow/scripts/retrieve_oracle.py"
-
-
-rule retrieve_listed:
-    # The candidates a dataset lists with each query, in its order (posbias.retrieval.listed).
-    input:
-        corpus="results/data/{dataset}/corpus.parquet",
-        queries="results/data/{dataset}/queries.parquet",
-        qrels="results/data/{dataset}/qrels.parquet",
-    output:
-        run="results/runs/{dataset}/{retriever}.parquet",
-        trec="results/runs/{dataset}/{retriever}.trec",
-    log:
-        "logs/runs/{dataset}/{retriever}.log",
-    benchmark:
-        "benchmarks/runs/{dataset}/{retriever}.tsv"
-    wildcard_constraints:
-        retriever=alternation(retrievers_of("listed")),
-    conda:
-        "../envs/data.yaml"
-    resources:
-        mem_mb=lambda w, attempt: 2000 * attempt,
-        runtime=10,
-    params:
-        spec=retriever_spec,
-    script:
-        "../workflow/scripts/retrieve_listed.py"
 
 
 rule import_run:
@@ -165,31 +112,6 @@ rule import_run:
         spec=lambda w: pbconfig.canonical(config["datasets"][w.dataset]["runs"][w.retriever.split(":", 1)[1]]),
     script:
         "../workflow/scripts/import_run.py"
-
-
-rule fuse_rrf:
-    input:
-        runs=lambda w: expand(
-            "results/runs/{dataset}/{part}.parquet", dataset=w.dataset, part=config["retrievers"][w.retriever]["runs"]
-        ),
-    output:
-        run="results/runs/{dataset}/{retriever}.parquet",
-        trec="results/runs/{dataset}/{retriever}.trec",
-    log:
-        "logs/runs/{dataset}/{retriever}.log",
-    benchmark:
-        "benchmarks/runs/{dataset}/{retriever}.tsv"
-    wildcard_constraints:
-        retriever=alternation(retrievers_of("rrf")),
-    conda:
-        "../envs/retrieval.yaml"
-    resources:
-        mem_mb=lambda w, attempt: 4000 * attempt,
-        runtime=30,
-    params:
-        spec=retriever_spec,
-    script:
-        "../workflow/scripts/fuse_rrf.py"
 
 
 rule retrieval:

@@ -16,6 +16,7 @@ import pytest
 import posbias
 from posbias import config, debiasing, methods, orders, paper
 from posbias.rerankers import Reranker, WindowResult, modes
+from posbias.retrieval import kinds
 
 REPO = Path(__file__).resolve().parents[1]
 SRC = REPO / "src" / "posbias"
@@ -161,6 +162,59 @@ def test_a_new_reranker_mode_touches_three_files(monkeypatch):
         config.check_experiments(cfg)
 
 
+def _corpus_order(job):
+    """The worked example's retriever kind: every query gets the corpus's first ``depth`` documents."""
+    import polars as pl
+
+    from posbias.runs import canonical
+
+    docs = job.data["corpus"]["doc_id"].to_list()[:job.spec["depth"]]
+    rows = [(q, d, float(len(docs) - i)) for q in job.data["queries"]["query_id"] for i, d in enumerate(docs)]
+    return canonical(pl.DataFrame(rows, schema=["query_id", "doc_id", "score"], orient="row"), job.spec["depth"]), []
+
+
+def test_a_new_retriever_kind_touches_three_files(monkeypatch):
+    """The how-to's recipe for a first-stage retriever kind, done: its search (and index) functions (file 1,
+    here :func:`_corpus_order`), its ``KINDS`` line (file 2: what it reads, whether it builds an index, runs
+    an encoder, is seeded) and its name in config/schema.yaml's retriever ``kind`` enum (file 3). The rules
+    and the generic index/retrieve scripts read the registry (no kind's name appears in them: the
+    vocabulary test), so a config using it validates and the generic search runs it."""
+    import copy
+
+    import polars as pl
+    import yaml
+
+    monkeypatch.setitem(kinds.KINDS, "corpus-order", kinds.RetrieverKind(
+        "the corpus's first documents", "tests.test_architecture:_corpus_order", reads=("queries", "corpus"),
+        threaded=False))
+    node = config.schema_node("retrievers")["additionalProperties"]["properties"]["kind"]
+    monkeypatch.setitem(node, "enum", [*node["enum"], "corpus-order"])
+    cfg = copy.deepcopy(yaml.safe_load((REPO / "config" / "config.yaml").read_text()))
+    cfg["retrievers"]["first-docs"] = {"kind": "corpus-order", "depth": 2}
+    cfg["datasets"]["synthetic"]["retrievers"].append("first-docs")
+    config.validate(cfg)
+    config.prepare(cfg, files=False)
+    assert "first-docs" in config.dataset_retrievers(cfg, "synthetic") and "corpus-order" not in kinds.names(True)
+    job = kinds.RetrievalJob(cfg["retrievers"]["first-docs"],
+                             {"queries": pl.DataFrame({"query_id": ["q1", "q2"], "text": ["a", "b"]}),
+                              "corpus": pl.DataFrame({"doc_id": ["d1", "d2", "d3"]})})
+    run, empty = kinds.search("corpus-order", job)
+    assert run.sort("query_id", "rank").select("query_id", "doc_id").rows() == [("q1", "d1"), ("q1", "d2"),
+                                                                                ("q2", "d1"), ("q2", "d2")]
+    assert empty == []
+    with pytest.raises(ValueError, match="builds no index"):
+        kinds.build_index("corpus-order", job, REPO / "unused")
+
+
+def test_every_retriever_kind_is_in_the_schema_and_its_functions_exist():
+    assert config.schema_node("retrievers")["additionalProperties"]["properties"]["kind"]["enum"] == list(kinds.KINDS)
+    for name, kind in kinds.KINDS.items():
+        for target in filter(None, (kind.search, kind.index)):
+            module, _, function = target.partition(":")
+            assert callable(getattr(importlib.import_module(module), function)), (name, target)
+        assert set(kind.reads) <= {*kinds.TABLES, "runs"}, name
+
+
 def _last_run(runs: list):
     """A trivial list-level combine step: the last of the lists it reads."""
     return runs[-1]
@@ -233,6 +287,9 @@ def test_method_registry_drives_the_config_checks():
 # one method (the wrappers the registry builds, the CapCal table, the PermSC-against-K figure).
 VOCABULARIES = {
     "methods": ([m for m in methods.METHODS if m not in ("first", "rank", "ocsft")], {"src/posbias/methods.py"}),
+    # "rrf" is also a rank aggregation (debias.py), "oracle" a seed label, "splade" a model-name hint (standins)
+    "retriever kinds": (list(kinds.KINDS), {"src/posbias/retrieval/kinds.py", "src/posbias/debias.py",
+                                            "src/posbias/retrieval/oracle.py", "src/posbias/standins.py"}),
     "debias": (["permsc", "permsc-window", "bsc", "capcal"], {"src/posbias/debiasing.py", "src/posbias/permsc.py",
                                                               "src/posbias/rerankers/debiased.py",
                                              "src/posbias/paper/capcal.py", "src/posbias/paper/__init__.py",

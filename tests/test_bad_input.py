@@ -237,7 +237,8 @@ CASES = [
     ("dense-without-model", "trec", lambda c: _set(c, "retrievers.d", {"kind": "dense"}), {},
      "retrievers.d is missing a required key: 'model' is a required property", "early"),
     ("prebuilt-unknown-retriever", "trec", lambda c: _set(c, "datasets.mine.prebuilt", {"bm26": "msmarco-v1-passage"}),
-     {}, "datasets.mine.prebuilt names 'bm26', which is not a bm25, dense or splade retriever", "early"),
+     {}, "datasets.mine.prebuilt names 'bm26', which is not a retriever in datasets.mine.retrievers of a kind that "
+     "searches an index (bm25, dense, splade)", "early"),
     ("seed-string", "trec", lambda c: _set(c, "seed", "42"), {}, "seed: '42' is not of type 'integer'", "early"),
     ("augmentation-groups-zero", "trec", lambda c: _set(c, "augmentation.n_groups", 0), {},
      "augmentation.n_groups: 0 is less than the minimum of 1", "early"),

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from posbias import consumers, debiasing, engines, methods, orders
 from posbias.rerankers import modes
+from posbias.retrieval import kinds
 from posbias.errors import PosbiasError
 from posbias.textfiles import require_file
 
@@ -152,9 +153,6 @@ def dataset_retrievers(config: dict, dataset: str) -> list[str]:
     return imported + [r for r in spec.get("retrievers", []) if r not in imported]
 
 
-SEARCHED = ("bm25", "dense", "splade")  # retriever kinds that search an index
-
-
 def prebuilt_index(config: dict, dataset: str, retriever: str) -> str | None:
     """The pyserini prebuilt index a retriever searches on a dataset, if the config names one."""
     return config["datasets"][dataset].get("prebuilt", {}).get(retriever)
@@ -180,11 +178,12 @@ def check_grid(config: dict) -> None:
                     f"defined: {', '.join(sorted(config['retrievers']))}"
                 )
         for retriever in spec.get("prebuilt", {}):
-            if retriever not in spec.get("retrievers", []) or retriever_kind(config, retriever) not in SEARCHED:
-                raise ValueError(f"config: datasets.{name}.prebuilt names {retriever!r}, which is not a bm25, dense or "
-                                 f"splade retriever in datasets.{name}.retrievers")
+            if retriever not in spec.get("retrievers", []) or retriever_kind(config, retriever) not in kinds.names(True):
+                raise ValueError(f"config: datasets.{name}.prebuilt names {retriever!r}, which is not a retriever in "
+                                 f"datasets.{name}.retrievers of a kind that searches an index "
+                                 f"({', '.join(kinds.names(True))})")
         for retriever in dataset_retrievers(config, name):
-            if retriever_kind(config, retriever) == "rrf":
+            if retriever in config["retrievers"] and "runs" in kinds.get(retriever_kind(config, retriever)).reads:
                 for part in config["retrievers"][retriever]["runs"]:
                     if part not in dataset_retrievers(config, name):
                         raise ValueError(

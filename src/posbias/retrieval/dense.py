@@ -17,6 +17,7 @@ from tqdm import tqdm
 
 from posbias.retrieval import lucene
 from posbias.retrieval.java import start_jvm
+from posbias.retrieval.kinds import RetrievalJob
 from posbias.retrieval.lucene import _hits_to_run
 
 
@@ -60,3 +61,17 @@ def search(index_dir: Path | str, queries: pl.DataFrame, depth: int, model: str,
     vectors = np.vstack([encoder.encode(t, max_length=max_length) for t in tqdm(texts, desc="encoding queries", mininterval=5)])
     results = searcher.batch_search(vectors, qids, k=min(depth, searcher.num_docs), threads=threads)
     return _hits_to_run(results, qids, depth)
+
+
+def index_job(job: RetrievalJob, out: Path) -> None:
+    """Kind ``dense``'s index (:mod:`posbias.retrieval.kinds`)."""
+    spec = job.spec
+    build_index(job.data["corpus"], out, job.model, spec["pooling"], spec["l2_norm"], spec["batch_size"],
+                spec["max_length"], job.device)
+
+
+def search_job(job: RetrievalJob):
+    """Kind ``dense``'s search (:mod:`posbias.retrieval.kinds`)."""
+    spec = job.spec
+    return search(job.index, job.data["queries"], spec["depth"], job.model, spec["pooling"], spec["l2_norm"],
+                  spec["max_length"], job.device, job.threads)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from posbias.retrieval.kinds import RetrievalJob
 from posbias.runs import canonical
 
 
@@ -27,3 +28,8 @@ def rrf(runs: list[pl.DataFrame], k: int, depth: int) -> pl.DataFrame:
                       "score": fused["score"].astype(float)}),
         depth,
     )
+
+
+def search_job(job: RetrievalJob):
+    """Kind ``rrf`` (:mod:`posbias.retrieval.kinds`): the entry's runs fused; every query of a fused run has hits."""
+    return rrf(job.runs, k=job.spec["k"], depth=job.spec["depth"]), []

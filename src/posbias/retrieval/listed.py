@@ -7,6 +7,7 @@ from __future__ import annotations
 import polars as pl
 
 from posbias import runs
+from posbias.retrieval.kinds import RetrievalJob
 
 
 def search(corpus: pl.DataFrame, qrels: pl.DataFrame, queries: pl.DataFrame, depth: int) -> tuple[pl.DataFrame, list[str]]:
@@ -17,3 +18,8 @@ def search(corpus: pl.DataFrame, qrels: pl.DataFrame, queries: pl.DataFrame, dep
            .with_columns(score=-pl.col("place").cast(pl.Float64)).select("query_id", "doc_id", "score"))
     empty = sorted(set(queries["query_id"].to_list()) - set(run["query_id"].to_list()))
     return runs.canonical(run, depth), empty
+
+
+def search_job(job: RetrievalJob):
+    """Kind ``listed`` (:mod:`posbias.retrieval.kinds`)."""
+    return search(job.data["corpus"], job.data["qrels"], job.data["queries"], job.spec["depth"])

@@ -19,6 +19,7 @@ import polars as pl
 
 from posbias.errors import PosbiasError
 from posbias.retrieval.java import start_jvm
+from posbias.retrieval.kinds import RetrievalJob
 from posbias.runs import canonical
 
 log = logging.getLogger(__name__)
@@ -120,3 +121,13 @@ def search_impact(index_dir: Path | str, queries: pl.DataFrame, depth: int, enco
     qids, texts = queries["query_id"].to_list(), queries["text"].to_list()
     results = searcher.batch_search(texts, qids, k=depth, threads=threads)
     return _hits_to_run(results, qids, depth)
+
+
+def index_job(job: RetrievalJob, out: Path) -> None:
+    """Kind ``bm25``'s index (:mod:`posbias.retrieval.kinds`)."""
+    build_bm25_index(job.data["corpus"], out, job.threads)
+
+
+def search_job(job: RetrievalJob):
+    """Kind ``bm25``'s search: the built index or a prebuilt one, with the entry's k1 and b."""
+    return search_bm25(job.index, job.data["queries"], job.spec["depth"], job.spec["k1"], job.spec["b"], job.threads)

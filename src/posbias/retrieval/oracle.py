@@ -18,6 +18,7 @@ import polars as pl
 
 from posbias import runs
 from posbias.permute import derive_seed
+from posbias.retrieval.kinds import RetrievalJob
 
 
 def noisy_scores(grades: np.ndarray, noise: float, seed: int, query_id: str) -> np.ndarray:
@@ -45,3 +46,8 @@ def search(qrels: pl.DataFrame, queries: pl.DataFrame, noise: float, depth: int,
     run = pl.concat(rows) if rows else pl.DataFrame(schema={"query_id": pl.String, "doc_id": pl.String,
                                                               "score": pl.Float64})
     return runs.canonical(run, depth), empty
+
+
+def search_job(job: RetrievalJob):
+    """Kind ``oracle`` (:mod:`posbias.retrieval.kinds`): the entry's noise and depth, the config seed."""
+    return search(job.data["qrels"], job.data["queries"], job.spec["noise"], job.spec["depth"], job.seed)

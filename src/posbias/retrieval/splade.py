@@ -15,6 +15,7 @@ from tqdm import tqdm
 
 from posbias.retrieval import lucene
 from posbias.retrieval.java import start_jvm
+from posbias.retrieval.kinds import RetrievalJob
 
 
 def _encode(corpus: pl.DataFrame, model: str, batch_size: int, max_length: int, device: str) -> Iterator:
@@ -41,3 +42,14 @@ def search(index_dir: Path | str, queries: pl.DataFrame, depth: int, model: str,
     from pyserini.encode import SpladeQueryEncoder
 
     return lucene.search_impact(index_dir, queries, depth, SpladeQueryEncoder(model, device=device), threads)
+
+
+def index_job(job: RetrievalJob, out: Path) -> None:
+    """Kind ``splade``'s index (:mod:`posbias.retrieval.kinds`)."""
+    build_index(job.data["corpus"], out, job.model, job.spec["batch_size"], job.spec["max_length"], job.device,
+                job.threads)
+
+
+def search_job(job: RetrievalJob):
+    """Kind ``splade``'s search (:mod:`posbias.retrieval.kinds`)."""
+    return search(job.index, job.data["queries"], job.spec["depth"], job.model, job.device, job.threads)
