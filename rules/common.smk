@@ -8,6 +8,7 @@ from posbias import config as pbconfig
 from posbias import consumers, debiasing, methods, orders, paper, reproduction
 from posbias.rerankers import modes
 from posbias.retrieval import kinds
+from posbias.training import families
 from posbias import plan as pbplan
 from posbias.data import local as pblocal
 from posbias.errors import PosbiasError
@@ -292,21 +293,13 @@ def stability_file(target, suffix="parquet"):
 
 
 def training_inputs(wildcards):
-    """The train rule's inputs: listwise instances (+ omega) or silver labels with queries and corpus."""
+    """The train rule's inputs: the base model, a DeepSpeed config, and what the method's family reads
+    (posbias.training.families: listwise instances (+ omega), or silver labels with queries and corpus)."""
     run = config["training"][wildcards.model]
     inputs = {"base": reranker_model_input(run["base_model"])}
     if run["hyper"].get("deepspeed"):
         inputs["deepspeed"] = run["hyper"]["deepspeed"]  # a config file the trainer reads
-    method = methods.get(run["method"])
-    if method.pointwise:
-        inputs["data"] = pbconfig.silver_path(config, run)
-        inputs["queries"] = f"results/data/{run['data']}/queries.parquet"
-        inputs["corpus"] = f"results/data/{run['data']}/corpus.parquet"
-    else:
-        inputs["data"] = f"results/train/{run['data']}/{run['aug']}.parquet"
-        if method.needs_omega:
-            inputs["omega"] = f"results/propensity/{PROPENSITY['model']}/omega.parquet"
-    return inputs
+    return inputs | families.get(methods.get(run["method"]).family).inputs(config, run)
 
 
 RERANK_RESULTS = {

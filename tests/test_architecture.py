@@ -215,6 +215,50 @@ def test_every_retriever_kind_is_in_the_schema_and_its_functions_exist():
         assert set(kind.reads) <= {*kinds.TABLES, "runs"}, name
 
 
+def test_a_new_objective_term_touches_two_files(monkeypatch):
+    """The how-to's recipe for a listwise objective term without a weight of its own, done: its
+    ``ObjectiveTerm`` in ``posbias.training.listwise.TERMS`` (file 1) and a method naming it in
+    ``posbias.methods`` (file 2). A config training that method validates, and the objective adds the term
+    to the method's others and logs it."""
+    import copy
+
+    import torch
+    import yaml
+
+    from posbias.training import TrainSpec, listwise
+
+    def entropy(logits, rank_logits, batch, spec, propensity):
+        p = torch.softmax(rank_logits, dim=-1)
+        return -(p * p.log()).sum(dim=-1).mean(), {}
+
+    monkeypatch.setitem(listwise.TERMS, "entropy", listwise.ObjectiveTerm(entropy, None, "entropy"))
+    monkeypatch.setitem(methods.METHODS, "first_entropy", methods.TrainingMethod(
+        "first_entropy", "listwise", "Rank + LM + H", "First with an identifier-entropy term",
+        terms=("rank", "lm", "entropy")))
+    cfg = copy.deepcopy(yaml.safe_load((REPO / "config" / "config.yaml").read_text()))
+    cfg["training"]["toy-first"]["method"] = "first_entropy"
+    config.validate(cfg)
+    config.prepare(cfg, files=False)
+    hyper = {"lm_tokens": 1, "lm_softmax": "identifiers"}
+    logits = torch.randn(2, 6, 12, generator=torch.Generator().manual_seed(0))
+    batch = {"rank_position": torch.tensor([5, 4]), "gold_rank": torch.tensor([[1, 0, 2], [2, 1, 0]])}
+    new, parts = listwise.objective(logits, batch, [3, 4, 5], TrainSpec.create("first_entropy", **hyper), None)
+    old, old_parts = listwise.objective(logits, batch, [3, 4, 5], TrainSpec.create("first", **hyper), None)
+    assert set(parts) == set(old_parts) | {"entropy"} and parts["entropy"] > 0
+    assert float(new) == pytest.approx(float(old) + parts["entropy"])
+
+
+def test_every_training_family_is_registered_and_every_term_exists():
+    from posbias.training import families, listwise
+
+    assert list(families.FAMILIES) == list(methods.FAMILIES)
+    for method in methods.METHODS.values():
+        assert set(method.terms) <= set(listwise.TERMS if method.family == "listwise" else ()), method.name
+        family = families.get(method.family)
+        for target in (family.read, family.setup, family.objective):
+            assert callable(families.function(target)), target
+
+
 def _last_run(runs: list):
     """A trivial list-level combine step: the last of the lists it reads."""
     return runs[-1]

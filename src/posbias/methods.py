@@ -2,15 +2,16 @@
 
 Every other place that needs to know about a method (the config checks, the ``train`` rule's
 inputs, the trainer's objective, the silver-label stage, the paper tables) asks this registry;
-nothing else lists method names. To add a method, add one :class:`TrainingMethod` here and, if it
-needs a new loss, the loss in :mod:`posbias.losses` and its branch in the family's objective
-(:mod:`posbias.training.listwise` or :mod:`posbias.training.pointwise`).
+nothing else lists method names. To add a method, add one :class:`TrainingMethod` here; a listwise
+method's new loss term is one :class:`~posbias.training.listwise.ObjectiveTerm` in
+:data:`posbias.training.listwise.TERMS` (its maths in :mod:`posbias.losses` where it is a paper's
+formula). What differs between families (inputs, batches, objective) is :mod:`posbias.training.families`.
 
 Two families share the trainer:
 
 - ``listwise`` (First): a causal LM read at the answer's opening ``[``; the objective is
-  ``rank_weight · L_rank(-IPS) + lm_weight · L_LM`` with the parts switched by ``rank``, ``ips``
-  and ``lm``; the data is an augmented listwise training set, and ω when ``ips``.
+  ``rank_weight · L_rank(-IPS) + lm_weight · L_LM`` over the method's ``terms`` (``rank``, ``lm``), the
+  rank term IPS-weighted for ``ips``; the data is an augmented listwise training set, and ω when ``ips``.
 - ``pointwise`` (the Grades scorer of OC-SFT and its baselines): silver-labelled windows; the
   order-consistency penalty is on for ``consistency``, the slot propensity weights the supervised
   term for ``ips``, ``views`` says how the collator presents a window (``anchor``: the anchor
@@ -36,8 +37,7 @@ class TrainingMethod:
     family: str
     label: str  # as tables and figures print it (the papers' names)
     summary: str
-    rank: bool = False  # listwise: the First rank loss
-    lm: bool = False  # listwise: the LM loss
+    terms: tuple[str, ...] = ()  # listwise: the objective's terms (posbias.training.listwise.TERMS: rank, lm)
     ips: bool = False  # listwise: IPS-weighted rank loss (needs ω); pointwise: 1/π(slot) weights
     consistency: bool = False  # pointwise: the order-consistency penalty λ
     views: str = "anchor"  # pointwise: how the collator presents each window
@@ -69,13 +69,14 @@ class TrainingMethod:
 
 
 METHODS: dict[str, TrainingMethod] = {m.name: m for m in (
-    TrainingMethod("first", "listwise", "Rank + LM", "First: rank loss + LM loss", rank=True, lm=True),
+    TrainingMethod("first", "listwise", "Rank + LM", "First: rank loss + LM loss", terms=("rank", "lm")),
     TrainingMethod("debiasfirst", "listwise", "Rank-IPS + LM", "DebiasFirst: IPS-weighted rank loss + LM loss",
-                   rank=True, lm=True, ips=True),
-    TrainingMethod("rank", "listwise", "Rank", "ablation: rank loss alone", rank=True),
-    TrainingMethod("rank_ips", "listwise", "Rank-IPS", "ablation: IPS-weighted rank loss alone", rank=True, ips=True),
+                   terms=("rank", "lm"), ips=True),
+    TrainingMethod("rank", "listwise", "Rank", "ablation: rank loss alone", terms=("rank",)),
+    TrainingMethod("rank_ips", "listwise", "Rank-IPS", "ablation: IPS-weighted rank loss alone", terms=("rank",),
+                   ips=True),
     TrainingMethod("rank_ips_lm", "listwise", "Rank-IPS + LM", "ablation: DebiasFirst's objective on any augmentation",
-                   rank=True, lm=True, ips=True),
+                   terms=("rank", "lm"), ips=True),
     TrainingMethod("ocsft", "pointwise", "OC-SFT", "OC-SFT: supervised anchor view + order-consistency penalty",
                    consistency=True, views="anchor+permutations"),
     TrainingMethod("ocsft_no_anchor", "pointwise", "OC-SFT, no anchor",

@@ -4,6 +4,7 @@ OC-SFT and its baselines (pointwise); what each method is lives in :mod:`posbias
 One concept per module:
 
 - :mod:`~posbias.training.spec`: :class:`TrainSpec`, the hyper-parameters (defaults in config/schema.yaml).
+- :mod:`~posbias.training.families`: the family registry: what each family reads, its examples, collator and objective.
 - :mod:`~posbias.training.listwise`: listwise examples, collator and the joint First objective.
 - :mod:`~posbias.training.pointwise`: OC-SFT views, collator and objective of the Grades scorer.
 - :mod:`~posbias.training.trainer`: the ``Trainer`` subclass, SIGTERM checkpointing, the loss curve.
@@ -12,9 +13,17 @@ One concept per module:
 - :mod:`~posbias.training.launcher`: :func:`launch_distributed` (torchrun) and the worker CLI.
 """
 
-from posbias.training.launcher import launch_distributed
-from posbias.training.run import train
-from posbias.training.spec import TrainSpec
-from posbias.training.trainer import Preempted
+import importlib
+
+# Imported on first use (PEP 562), so that reading the family registry (the train rule's inputs, at DAG
+# time) does not import torch.
+_EXPORTS = {"Preempted": "posbias.training.trainer", "TrainSpec": "posbias.training.spec",
+            "launch_distributed": "posbias.training.launcher", "train": "posbias.training.run"}
 
 __all__ = ["Preempted", "TrainSpec", "launch_distributed", "train"]
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

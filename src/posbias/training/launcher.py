@@ -49,7 +49,7 @@ def launch_distributed(n_gpus: int, base_model: str, instances: pl.DataFrame, sp
 
 def instance_schema(spec: TrainSpec) -> str:
     """The declared schema of a method's training instances."""
-    return "pointwise" if spec.pointwise else "listwise"
+    return spec.family.instances
 
 
 def main(argv: list[str] | None = None) -> None:

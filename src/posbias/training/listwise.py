@@ -6,7 +6,8 @@ assistant's opening ``[`` (exactly what First inference reads), followed by the 
 
     rank_weight · L_rank(-IPS) + lm_weight · L_LM
 
-with the terms a method uses (:mod:`posbias.methods`: ``rank``, ``ips``, ``lm``), where the rank
+with the terms a method names (:mod:`posbias.methods`: ``terms``, from :data:`TERMS`; ``ips``
+weights the rank term), where the rank
 scores are the logits of the identifier tokens at the position of that opening ``[`` (the same
 position inference reads) and L_LM is the token-mean NLL of the ranking string.
 ``lm_tokens: N`` cuts the answer to its first N tokens (sequences get shorter too): with N = 1,
@@ -23,6 +24,10 @@ prior after 400 steps. The paper presets keep the whole ranking over the whole v
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
 import numpy as np
 import polars as pl
 import torch
@@ -30,7 +35,8 @@ import torch
 from posbias import losses
 from posbias.augment import gold_ranks
 from posbias.prompts import identifiers, render
-from posbias.rerankers.lm import readout
+from posbias.rerankers.lm import identifier_token_ids, readout
+from posbias.training.families import Setup
 from posbias.training.spec import TrainSpec
 
 
@@ -108,40 +114,96 @@ class ListwiseCollator:
                 "gold_rank": gold}
 
 
+@dataclass(frozen=True)
+class ObjectiveTerm:
+    """One term of the listwise objective: ``compute(logits, rank_logits, batch, spec, propensity)`` returns
+    the term's value and any further parts to log; ``weight`` is the ``hyper`` key of its weight (None:
+    weight 1); ``logged`` the name its value is logged under."""
+
+    compute: Callable
+    weight: str | None
+    logged: str
+
+
+def _rank_term(logits, rank_logits, batch: dict, spec: TrainSpec, propensity) -> tuple[torch.Tensor, dict]:
+    """First's rank loss, or with the method's ``ips`` its IPS-weighted form (and the weights' statistics)."""
+    rank_terms, ips_stats = [], []
+    for i in range(logits.shape[0]):
+        valid = batch["gold_rank"][i] >= 0
+        k = int(valid.sum())
+        scores, gold = rank_logits[i, :k], batch["gold_rank"][i, :k]
+        if spec.kind.ips:
+            if propensity is None or propensity.shape[0] != k:
+                raise ValueError(f"method {spec.method} needs a {k}x{k} propensity matrix")
+            omega = propensity.to(scores.device)
+            rank_terms.append(losses.rank_ips_loss(scores, gold, omega, spec.ips_clip, spec.ips_floor,
+                                                   spec.ips_normalize))
+            ips_stats.append(losses.ips_weight_stats(gold, omega, spec.ips_clip, spec.ips_floor, spec.ips_normalize))
+        else:
+            rank_terms.append(losses.first_rank_loss(scores, gold))
+    extra = {}
+    if ips_stats:
+        extra = {key: float(np.nanmean([s[key] for s in ips_stats])) for key in ("ips_clipped_share", "ips_weight_mean")}
+        extra["ips_weight_max"] = float(np.nanmax([s["ips_weight_max"] for s in ips_stats]))
+    return torch.stack(rank_terms).mean(), extra
+
+
+def _lm_term(logits, rank_logits, batch: dict, spec: TrainSpec, propensity) -> tuple[torch.Tensor, dict]:
+    """The LM loss: over the ranking's tokens, or (``lm_softmax: identifiers``) the first identifier's
+    cross-entropy over the window's identifiers."""
+    if spec.lm_softmax == "identifiers":
+        return losses.first_identifier_loss(rank_logits, batch["gold_rank"]), {}
+    return losses.lm_loss(logits, batch["labels"]), {}
+
+
+# The terms a listwise method may name (posbias.methods.TrainingMethod.terms), in the order they are summed.
+TERMS: dict[str, ObjectiveTerm] = {
+    "rank": ObjectiveTerm(_rank_term, "rank_weight", "rank_loss"),
+    "lm": ObjectiveTerm(_lm_term, "lm_weight", "lm_loss"),
+}
+
+
 def objective(logits: torch.Tensor, batch: dict, id_tokens: list[int], spec: TrainSpec,
               propensity: torch.Tensor | None) -> tuple[torch.Tensor, dict[str, float]]:
-    """The joint loss of one batch, and its parts for logging."""
-    method = spec.kind
+    """The joint loss of one batch (the weighted sum of the method's terms), and its parts for logging."""
     parts: dict[str, float] = {}
     total = logits.new_zeros(())
     rows = torch.arange(logits.shape[0], device=logits.device)
     rank_logits = logits[rows, batch["rank_position"]][:, id_tokens].float()
-    if method.rank:
-        rank_terms, ips_stats = [], []
-        for i in range(logits.shape[0]):
-            valid = batch["gold_rank"][i] >= 0
-            k = int(valid.sum())
-            scores, gold = rank_logits[i, :k], batch["gold_rank"][i, :k]
-            if method.ips:
-                if propensity is None or propensity.shape[0] != k:
-                    raise ValueError(f"method {spec.method} needs a {k}x{k} propensity matrix")
-                omega = propensity.to(scores.device)
-                rank_terms.append(losses.rank_ips_loss(scores, gold, omega, spec.ips_clip, spec.ips_floor,
-                                                       spec.ips_normalize))
-                ips_stats.append(losses.ips_weight_stats(gold, omega, spec.ips_clip, spec.ips_floor,
-                                                         spec.ips_normalize))
-            else:
-                rank_terms.append(losses.first_rank_loss(scores, gold))
-        rank = torch.stack(rank_terms).mean()
-        parts["rank_loss"] = float(rank.detach())
-        for key in ("ips_clipped_share", "ips_weight_mean") if ips_stats else ():
-            parts[key] = float(np.nanmean([s[key] for s in ips_stats]))
-        if ips_stats:
-            parts["ips_weight_max"] = float(np.nanmax([s["ips_weight_max"] for s in ips_stats]))
-        total = total + spec.rank_weight * rank
-    if method.lm:
-        lm = (losses.first_identifier_loss(rank_logits, batch["gold_rank"]) if spec.lm_softmax == "identifiers"
-              else losses.lm_loss(logits, batch["labels"]))
-        parts["lm_loss"] = float(lm.detach())
-        total = total + spec.lm_weight * lm
+    for name in spec.kind.terms:
+        term = TERMS[name]
+        value, extra = term.compute(logits, rank_logits, batch, spec, propensity)
+        parts[term.logged] = float(value.detach())
+        parts.update(extra)
+        total = total + (getattr(spec, term.weight) if term.weight else 1.0) * value
     return total, parts
+
+
+log = logging.getLogger(__name__)
+
+
+def read_inputs(files, spec: TrainSpec, job_log: logging.Logger) -> tuple[pl.DataFrame, np.ndarray | None]:
+    """The family's ``read``: the augmented listwise instances, and ω where the method reads it."""
+    from posbias import propensity, schemas
+
+    omega = getattr(files, "omega", None)
+    return (schemas.read(files.data, "listwise"),
+            propensity.from_frame(schemas.read(omega, "omega")) if omega else None)
+
+
+def setup(tokenizer, instances: pl.DataFrame, spec: TrainSpec, propensity: np.ndarray | None) -> Setup:
+    """The family's ``setup``: encoded examples, the padding collator, the identifier tokens the rank loss
+    reads, and ω as a tensor."""
+    examples = encode_instances(tokenizer, instances, spec.word_budget, spec.max_context, spec.prompt, spec.lm_tokens)
+    log.info("%d of %d training lists had passages cut to fit the word budget and max_context (%d passages)",
+             sum(e["truncated"] > 0 for e in examples), len(examples), sum(e["truncated"] for e in examples))
+    omega = torch.tensor(propensity, dtype=torch.float32) if propensity is not None else None
+    return Setup(examples, ListwiseCollator(tokenizer.pad_token_id), identifier_token_ids(tokenizer, spec.prompt),
+                 omega)
+
+
+def trainer_objective(model, batch: dict, trainer) -> tuple[torch.Tensor, dict[str, float], object]:
+    """The family's ``objective``: :func:`objective` on the model's logits."""
+    outputs = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
+    loss, parts = objective(outputs.logits, batch, trainer.id_tokens, trainer.spec, trainer.propensity)
+    return loss, parts, outputs

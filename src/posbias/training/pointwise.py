@@ -37,6 +37,7 @@ from posbias import losses
 from posbias.methods import TrainingMethod
 from posbias.permute import derive_seed, fisher_yates
 from posbias.scoring import GradesEncoder, grade_scores, slot_grade_logits
+from posbias.training.families import Setup
 
 
 def view_orders(method: TrainingMethod, n_docs: int, views: int, seed: int, query_id: str, window: int,
@@ -130,3 +131,39 @@ def pointwise_objective(model, batch: dict, grade_ids, method: TrainingMethod, l
     sup, spr = torch.stack(supervised).mean(), torch.stack(spread).mean()
     return sup + lam * spr, {"supervised_loss": float(sup.detach()), "consistency_loss": float(spr.detach()),
                              "lambda": lam}
+
+
+def read_inputs(files, spec, job_log) -> tuple:
+    """The family's ``read``: the training windows of the silver labels (targets averaged over the teacher's
+    shuffles where the method says so), and the teacher's slot propensity where the method weights by it."""
+    from posbias import schemas, silver
+
+    labels = schemas.read(files.data, "silver")
+    instances = silver.instances(labels, schemas.read(files.queries, "queries"), schemas.read(files.corpus, "corpus"),
+                                 averaged=spec.kind.averaged_targets)
+    if not spec.kind.ips:
+        return instances, None
+    prop = silver.slot_propensity(labels, int(labels["slot"].max()) + 1)
+    job_log.info("slot propensity of the teacher: %s", [round(float(x), 3) for x in prop])
+    return instances, prop
+
+
+def setup(tokenizer, instances, spec, propensity) -> Setup:
+    """The family's ``setup``: the windows as examples, the view-rendering collator (with the slot weights of
+    the propensity, if any), and the grade tokens the objective reads."""
+    from posbias.silver import slot_weights
+
+    encoder = GradesEncoder(tokenizer, spec.word_budget, spec.max_context)
+    examples = instances.select("query_id", "window", "query", "doc_ids", "texts", "targets").to_dicts()
+    weights = slot_weights(propensity, spec.ips_clip) if propensity is not None else None
+    collator = GradesCollator(encoder, spec.kind, spec.views, spec.seed, tokenizer.pad_token_id, weights,
+                              spec.resample_views)
+    return Setup(examples, collator, list(encoder.grades.ids))
+
+
+def trainer_objective(model, batch: dict, trainer) -> tuple:
+    """The family's ``objective``: :func:`pointwise_objective` at the step's λ (warmed up)."""
+    spec = trainer.spec
+    lam = losses.consistency_weight(trainer.state.global_step, spec.consistency, spec.consistency_warmup)
+    loss, parts = pointwise_objective(model, batch, trainer.id_tokens, spec.kind, lam, spec.consistency_form)
+    return loss, parts, None

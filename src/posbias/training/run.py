@@ -13,13 +13,12 @@ import numpy as np
 import polars as pl
 import torch
 
-from posbias.training import pointwise
+from posbias.training import families
 from posbias.training.checkpoints import (
     claim_work_dir,
     last_checkpoint,
     run_fingerprint,
 )
-from posbias.training.listwise import ListwiseCollator, encode_instances
 from posbias.training.spec import TrainSpec
 from posbias.training.trainer import (
     Preempted,
@@ -35,9 +34,9 @@ def train(base_model: str, instances: pl.DataFrame, spec: TrainSpec, work_dir: P
           propensity: np.ndarray | None = None, device: str = "cpu") -> pl.DataFrame:
     """Train, resuming from the last checkpoint in ``work_dir`` if any; save the final model to ``out_dir``.
 
-    Listwise methods take LISTWISE instances and ω (k × k) as ``propensity``; pointwise methods
-    take POINTWISE instances and the teacher's slot propensity π (B,) (used by
-    ``debiasfirst_pointwise`` only). Returns the loss curve (schema LOSS_CURVE). With LoRA the
+    ``instances`` and ``propensity`` are what the method's family reads (:mod:`posbias.training.families`:
+    listwise instances and ω (k × k) for the IPS methods; pointwise windows and the teacher's slot propensity
+    π (B,) for ``debiasfirst_pointwise``); its ``setup`` makes the examples and collator. Returns the loss curve (schema LOSS_CURVE). With LoRA the
     adapters are merged into the base weights before saving, so the result loads like any checkpoint.
     """
     from transformers import (
@@ -46,8 +45,6 @@ def train(base_model: str, instances: pl.DataFrame, spec: TrainSpec, work_dir: P
         TrainingArguments,
         set_seed,
     )
-
-    from posbias.rerankers.lm import identifier_token_ids
 
     set_seed(spec.seed)
     tokenizer = AutoTokenizer.from_pretrained(base_model)
@@ -61,23 +58,7 @@ def train(base_model: str, instances: pl.DataFrame, spec: TrainSpec, work_dir: P
             r=spec.lora["r"], lora_alpha=spec.lora["alpha"], lora_dropout=spec.lora["dropout"],
             target_modules=spec.lora["target_modules"],
             task_type="CAUSAL_LM"))
-    if spec.pointwise:
-        from posbias.scoring import GradesEncoder
-        from posbias.silver import slot_weights
-
-        encoder = GradesEncoder(tokenizer, spec.word_budget, spec.max_context)
-        id_tokens = list(encoder.grades.ids)
-        examples = instances.select("query_id", "window", "query", "doc_ids", "texts", "targets").to_dicts()
-        weights = slot_weights(propensity, spec.ips_clip) if propensity is not None else None
-        collator = pointwise.GradesCollator(encoder, spec.kind, spec.views, spec.seed, tokenizer.pad_token_id, weights,
-                                            spec.resample_views)
-    else:
-        id_tokens = identifier_token_ids(tokenizer, spec.prompt)
-        examples = encode_instances(tokenizer, instances, spec.word_budget, spec.max_context, spec.prompt,
-                                    spec.lm_tokens)
-        log.info("%d of %d training lists had passages cut to fit the word budget and max_context (%d passages)",
-                 sum(e["truncated"] > 0 for e in examples), len(examples), sum(e["truncated"] for e in examples))
-        collator = ListwiseCollator(tokenizer.pad_token_id)
+    setup = families.function(spec.family.setup)(tokenizer, instances, spec, propensity)
     args = TrainingArguments(
         output_dir=str(work_dir), per_device_train_batch_size=spec.batch_size,
         gradient_accumulation_steps=spec.grad_accum, learning_rate=spec.learning_rate,
@@ -89,12 +70,11 @@ def train(base_model: str, instances: pl.DataFrame, spec: TrainSpec, work_dir: P
         data_seed=spec.seed, remove_unused_columns=False, use_cpu=device == "cpu", disable_tqdm=False,
         dataloader_num_workers=0,
     )
-    omega = torch.tensor(propensity, dtype=torch.float32) if propensity is not None and not spec.pointwise else None
     if int(os.environ.get("WORLD_SIZE", "1")) == 1:  # torchrun jobs are claimed once, by the launcher
         claim_work_dir(work_dir, run_fingerprint(base_model, spec, instances, propensity))
     trainer = trainer_class()(
-        model=model, args=args, train_dataset=examples, data_collator=collator,
-        id_tokens=id_tokens, spec=spec, propensity=omega,
+        model=model, args=args, train_dataset=setup.examples, data_collator=setup.collator,
+        id_tokens=setup.id_tokens, spec=spec, propensity=setup.propensity,
     )
     resume = last_checkpoint(work_dir)
     if resume:

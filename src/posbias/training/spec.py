@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 from posbias import methods
 from posbias.methods import TrainingMethod
+from posbias.training import families
+from posbias.training.families import TrainingFamily
 
 
 @dataclass
@@ -83,5 +85,6 @@ class TrainSpec:
         return methods.get(self.method)
 
     @property
-    def pointwise(self) -> bool:
-        return self.kind.pointwise
+    def family(self) -> TrainingFamily:
+        """The registry entry of the method's family: its inputs, batches and objective."""
+        return families.get(self.kind.family)

@@ -15,8 +15,7 @@ import numpy as np
 import polars as pl
 import torch
 
-from posbias import losses
-from posbias.training import listwise, pointwise
+from posbias.training import families
 
 log = logging.getLogger(__name__)
 
@@ -25,8 +24,8 @@ def trainer_class():
     from transformers import Trainer, TrainerCallback
 
     class RerankerTrainer(Trainer):
-        """``Trainer`` whose loss is :func:`listwise.objective` or :func:`pointwise.pointwise_objective`;
-        logs the loss parts. For the pointwise family it tells the collator the epoch (view seeds)."""
+        """``Trainer`` whose loss is the objective of the method's family (:mod:`posbias.training.families`);
+        logs the loss parts. A collator with an ``epoch`` is told each epoch (the pointwise views' seeds)."""
 
         def __init__(self, *args, id_tokens, spec, propensity, **kwargs):
             super().__init__(*args, **kwargs)
@@ -37,8 +36,9 @@ def trainer_class():
             # (micro-batches of equal size weigh equally; the LM term is a token mean per micro-batch).
             self.model_accepts_loss_kwargs = False
             self.id_tokens, self.spec, self.propensity = id_tokens, spec, propensity
+            self.objective = families.function(spec.family.objective)
             self._parts: dict[str, list[float]] = {}
-            if spec.pointwise:
+            if hasattr(self.data_collator, "epoch"):
                 collator = self.data_collator
 
                 class EpochToCollator(TrainerCallback):
@@ -48,15 +48,7 @@ def trainer_class():
                 self.add_callback(EpochToCollator())
 
         def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
-            if self.spec.pointwise:
-                lam = losses.consistency_weight(self.state.global_step, self.spec.consistency,
-                                                self.spec.consistency_warmup)
-                loss, parts = pointwise.pointwise_objective(model, inputs, self.id_tokens, self.spec.kind, lam,
-                                                            self.spec.consistency_form)
-                outputs = None
-            else:
-                outputs = model(input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"])
-                loss, parts = listwise.objective(outputs.logits, inputs, self.id_tokens, self.spec, self.propensity)
+            loss, parts, outputs = self.objective(model, inputs, self)
             for key, value in parts.items():
                 self._parts.setdefault(key, []).append(value)
             return (loss, outputs) if return_outputs else loss

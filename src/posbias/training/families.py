@@ -1,0 +1,91 @@
+"""Training families: what a family of training methods reads, how its batches are made and what it optimises.
+
+A training method (:mod:`posbias.methods`) belongs to a family; the family's entry carries everything that
+differs between families, so the train rule, the train script, :func:`posbias.training.train` and the
+trainer test no family's name:
+
+- ``inputs``: the train job's data files by name (the rule's inputs), from the config and the run;
+- ``read``: ``"module:function"`` turning those files into (training instances, propensity) in the job;
+- ``setup``: ``"module:function"`` giving the examples, collator, the token ids the objective reads and the
+  propensity as the objective takes it (:class:`Setup`), from the tokenizer, the instances and the spec;
+- ``objective``: ``"module:function"`` of (model, batch, trainer) returning (loss, its parts for the log,
+  the model outputs or None);
+- ``instances``: the Parquet schema of its training instances (:mod:`posbias.schemas`);
+- ``label``: what the loss figure calls its training data.
+
+The functions are named as strings and imported when a job runs them, so the rules import no torch.
+A collator with an ``epoch`` attribute is told each epoch (its views may depend on it).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What :func:`posbias.training.train` hands the trainer: the examples, their collator, the token ids the
+    objective reads (identifier or grade tokens) and the propensity as the objective takes it (or None)."""
+
+    examples: list
+    collator: object
+    id_tokens: list[int]
+    propensity: object = None
+
+
+@dataclass(frozen=True)
+class TrainingFamily:
+    """One family of training methods: see the module docstring."""
+
+    description: str
+    inputs: Callable[[dict, dict], dict[str, str]]
+    read: str
+    setup: str
+    objective: str
+    instances: str
+    label: Callable[[dict, object], str]
+
+
+def _listwise_inputs(config: dict, run: dict) -> dict[str, str]:
+    from posbias import methods
+
+    inputs = {"data": f"results/train/{run['data']}/{run['aug']}.parquet"}
+    if methods.get(run["method"]).needs_omega:
+        inputs["omega"] = f"results/propensity/{config['propensity']['model']}/omega.parquet"
+    return inputs
+
+
+def _pointwise_inputs(config: dict, run: dict) -> dict[str, str]:
+    from posbias import config as pbconfig
+
+    return {"data": pbconfig.silver_path(config, run), "queries": f"results/data/{run['data']}/queries.parquet",
+            "corpus": f"results/data/{run['data']}/corpus.parquet"}
+
+
+# By name; posbias.methods.FAMILIES lists the same names (a test checks).
+FAMILIES: dict[str, TrainingFamily] = {
+    "listwise": TrainingFamily(
+        "First's rank and LM terms on listwise instances (First, DebiasFirst, the ablations)", _listwise_inputs,
+        "posbias.training.listwise:read_inputs", "posbias.training.listwise:setup",
+        "posbias.training.listwise:trainer_objective", "listwise", lambda run, files: run["aug"]),
+    "pointwise": TrainingFamily(
+        "the Grades scorer on silver-labelled windows and their views (OC-SFT and its baselines)", _pointwise_inputs,
+        "posbias.training.pointwise:read_inputs", "posbias.training.pointwise:setup",
+        "posbias.training.pointwise:trainer_objective", "pointwise",
+        lambda run, files: "silver " + Path(files.data).parent.name),
+}
+
+
+def get(name: str) -> TrainingFamily:
+    if name not in FAMILIES:
+        raise ValueError(f"training family {name!r} is unknown; use one of {', '.join(FAMILIES)}")
+    return FAMILIES[name]
+
+
+def function(target: str) -> Callable:
+    """The function a ``"module:function"`` field names, imported now."""
+    module, _, name = target.partition(":")
+    return getattr(importlib.import_module(module), name)
