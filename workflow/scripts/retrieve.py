@@ -12,10 +12,10 @@ sm = snakemake  # noqa: F821
 spec = sm.params.spec
 with logged(sm, "retrieve") as log:
     hub.require(sm.params.model, f"retrievers.{sm.wildcards.retriever}.model")
-    built = getattr(sm.input, "index", None)
+    built = sm.input.get("index")  # .get: a missing name reads as a guard, not None ("index" is a list method)
     index = sm.params.prebuilt or (Path(built) if built else None)  # a prebuilt index is a name, the workflow's a folder
-    job = kinds.RetrievalJob(spec, {name: schemas.read(getattr(sm.input, name), name) for name in sm.params.tables},
-                             [schemas.read(p, "run") for p in getattr(sm.input, "runs", [])], index, sm.params.model,
+    job = kinds.RetrievalJob(spec, {name: schemas.read(sm.input.get(name), name) for name in sm.params.tables},
+                             [schemas.read(p, "run") for p in sm.input.get("runs", [])], index, sm.params.model,
                              sm.params.device, sm.threads, sm.params.seed)
     run, empty = kinds.search(spec["kind"], job)
     if empty:

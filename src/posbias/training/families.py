@@ -75,7 +75,7 @@ FAMILIES: dict[str, TrainingFamily] = {
         "the Grades scorer on silver-labelled windows and their views (OC-SFT and its baselines)", _pointwise_inputs,
         "posbias.training.pointwise:read_inputs", "posbias.training.pointwise:setup",
         "posbias.training.pointwise:trainer_objective", "pointwise",
-        lambda run, files: "silver " + Path(files.data).parent.name),
+        lambda run, files: "silver " + Path(files["data"]).parent.name),
 }
 
 

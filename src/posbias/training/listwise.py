@@ -186,8 +186,8 @@ def read_inputs(files, spec: TrainSpec, job_log: logging.Logger) -> tuple[pl.Dat
     """The family's ``read``: the augmented listwise instances, and ω where the method reads it."""
     from posbias import propensity, schemas
 
-    omega = getattr(files, "omega", None)
-    return (schemas.read(files.data, "listwise"),
+    omega = files.get("omega")  # the job's named inputs (snakemake's Namedlist, or a dict)
+    return (schemas.read(files["data"], "listwise"),
             propensity.from_frame(schemas.read(omega, "omega")) if omega else None)
 
 

@@ -138,8 +138,8 @@ def read_inputs(files, spec, job_log) -> tuple:
     shuffles where the method says so), and the teacher's slot propensity where the method weights by it."""
     from posbias import schemas, silver
 
-    labels = schemas.read(files.data, "silver")
-    instances = silver.instances(labels, schemas.read(files.queries, "queries"), schemas.read(files.corpus, "corpus"),
+    labels = schemas.read(files["data"], "silver")
+    instances = silver.instances(labels, schemas.read(files["queries"], "queries"), schemas.read(files["corpus"], "corpus"),
                                  averaged=spec.kind.averaged_targets)
     if not spec.kind.ips:
         return instances, None
