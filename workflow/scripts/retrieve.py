@@ -13,7 +13,7 @@ spec = sm.params.spec
 with logged(sm, "retrieve") as log:
     hub.require(sm.params.model, f"retrievers.{sm.wildcards.retriever}.model")
     built = sm.input.get("index")  # .get: a missing name reads as a guard, not None ("index" is a list method)
-    index = sm.params.prebuilt or (Path(built) if built else None)  # a prebuilt index is a name, the workflow's a folder
+    index = sm.params.prebuilt or (Path(built) if built else None)  # a prebuilt index is a name, ours a folder
     job = kinds.RetrievalJob(spec, {name: schemas.read(sm.input.get(name), name) for name in sm.params.tables},
                              [schemas.read(p, "run") for p in sm.input.get("runs", [])], index, sm.params.model,
                              sm.params.device, sm.threads, sm.params.seed)

@@ -108,7 +108,8 @@ class Reranker(ABC):
         """The reranker a validated ``models:`` entry describes (:func:`posbias.rerankers.build`)."""
         raise NotImplementedError(f"{cls.__name__} is not built from a models entry")
 
-    def content_free_inputs(self, windows: list[Window], placeholder: str) -> list[tuple[list[float], list[float], dict]]:
+    def content_free_inputs(self, windows: list[Window],
+                            placeholder: str) -> list[tuple[list[float], list[float], dict]]:
         """``priors == "per_window"``: (P(d | x), P(d | x_empty), cost) per window, x_empty the prompt with
         every passage replaced by ``placeholder``."""
         raise NotImplementedError(f"{type(self).__name__} gives no per-window content-free priors")

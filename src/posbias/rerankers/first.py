@@ -39,7 +39,8 @@ class FirstReranker(ListwiseLM):
         self.stats["truncated_passages"] += prompt.truncated
         return prompt.input_ids or self.tokenizer(prompt.text, add_special_tokens=True)["input_ids"]
 
-    def content_free_inputs(self, windows: list[Window], placeholder: str) -> list[tuple[list[float], list[float], dict]]:
+    def content_free_inputs(self, windows: list[Window],
+                            placeholder: str) -> list[tuple[list[float], list[float], dict]]:
         """(P(d | x), P(d | x_empty), cost) per window: softmax of the identifier logits of the real prompt and
         of the same prompt with every passage replaced by ``placeholder``. The content-free prior depends only
         on (query, window size), so it is computed once per pair and cached; its cost is charged to the first

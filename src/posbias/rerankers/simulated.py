@@ -105,7 +105,8 @@ class SimulatedReranker(Reranker):
             out.append(WindowResult(order=by_score(s), scores=s.tolist(), stats={"calls": 1, "prompt_tokens": 0}))
         return out
 
-    def content_free_inputs(self, windows: list[Window], placeholder: str) -> list[tuple[list[float], list[float], dict]]:
+    def content_free_inputs(self, windows: list[Window],
+                            placeholder: str) -> list[tuple[list[float], list[float], dict]]:
         """(P(d | x), P(d | x_empty)): softmax of the scores, and of the prior alone (a placeholder has no
         relevance and no identity, so only the positional term remains)."""
         out = []

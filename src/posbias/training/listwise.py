@@ -143,7 +143,8 @@ def _rank_term(logits, rank_logits, batch: dict, spec: TrainSpec, propensity) ->
             rank_terms.append(losses.first_rank_loss(scores, gold))
     extra = {}
     if ips_stats:
-        extra = {key: float(np.nanmean([s[key] for s in ips_stats])) for key in ("ips_clipped_share", "ips_weight_mean")}
+        extra = {key: float(np.nanmean([s[key] for s in ips_stats]))
+                 for key in ("ips_clipped_share", "ips_weight_mean")}
         extra["ips_weight_max"] = float(np.nanmax([s["ips_weight_max"] for s in ips_stats]))
     return torch.stack(rank_terms).mean(), extra
 

@@ -139,8 +139,8 @@ def read_inputs(files, spec, job_log) -> tuple:
     from posbias import schemas, silver
 
     labels = schemas.read(files["data"], "silver")
-    instances = silver.instances(labels, schemas.read(files["queries"], "queries"), schemas.read(files["corpus"], "corpus"),
-                                 averaged=spec.kind.averaged_targets)
+    instances = silver.instances(labels, schemas.read(files["queries"], "queries"),
+                                 schemas.read(files["corpus"], "corpus"), averaged=spec.kind.averaged_targets)
     if not spec.kind.ips:
         return instances, None
     prop = silver.slot_propensity(labels, int(labels["slot"].max()) + 1)
