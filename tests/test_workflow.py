@@ -27,6 +27,31 @@ def test_lint_is_clean():
     assert out.returncode == 0 and "Congratulations" in out.stdout + out.stderr, out.stdout + out.stderr
 
 
+def test_the_workflow_runs_as_a_snakemake_module_from_another_directory(tmp_path):
+    """A user's own Snakefile elsewhere imports the workflow as a module (the Snakemake workflow catalog's
+    usage): the whole default DAG plans, and a job runs its script from the module's directory."""
+    import subprocess
+    import sys
+
+    (tmp_path / "Snakefile").write_text(
+        f'configfile: "{REPO / "config" / "config.yaml"}"\n\n\n'
+        f'module posbias:\n    snakefile:\n        "{REPO / "Snakefile"}"\n    config:\n        config\n\n\n'
+        "use rule * from posbias\n")
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "snakemake", "--cores", "1", *args], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=600)
+
+    planned = run("-n")
+    assert planned.returncode == 0, planned.stderr[-3000:]
+    text = planned.stdout + planned.stderr  # (the datasets of files outside this directory are optional: dropped)
+    for rule in ("train", "rerank", "paper_table"):
+        assert re.search(rf"^{rule}\s+\d+\s*$", text, re.M), text[-2000:]
+    ran = run("results/runs/toy/biased.parquet")
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    assert pl.read_parquet(tmp_path / "results" / "runs" / "toy" / "biased.parquet").height > 0
+
+
 def test_slurm_profile_plans_the_default_dag(workdir):
     out = snakemake(workdir, "-n", "--profile", str(REPO / "profiles" / "slurm"))
     text = out.stdout + out.stderr

@@ -3,8 +3,9 @@ from a query's scored candidates, and how that decision's stability is measured 
 
 A dataset says which consumer reads its scores (``datasets.<name>.consumer``); every place that needs
 to know about consumers (the config checks, the scoring window, the ``decisions`` rule, the
-consumers table) asks this registry. To add a consumer: add a :class:`Consumer` here, its decision
-function here (dispatched by :func:`decide`), and its ``consumers.<name>`` block in config/schema.yaml.
+consumers table) asks this registry. To add a consumer: its decision step and one :class:`Consumer` line
+here, and its name in config/schema.yaml's ``consumer`` enum (and a ``consumers.<name>`` block if it has
+settings, e.g. its own Grades window).
 
 - ``passage_reranking``: the ranking itself; its stability is :mod:`posbias.stability`'s (τ-PSI,
   retention Jaccard, BSC@K), so it has no extra decisions.
@@ -25,6 +26,7 @@ from __future__ import annotations
 import math
 import re
 import string
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -36,40 +38,39 @@ from posbias import metrics
 
 @dataclass(frozen=True)
 class Consumer:
-    """One downstream use of the scores: its label, whether it needs a reader (and gold answers), and
-    what its ``quality`` / ``flip`` / ``verdict_flip`` / ``retained`` columns mean (as the consumers
-    table prints them; none: no decisions beyond the ranking)."""
+    """One downstream use of the scores: its label, whether it needs a reader (and gold answers), what
+    its ``quality`` / ``flip`` / ``verdict_flip`` / ``retained`` columns mean (as the consumers table prints
+    them), whether its datasets get position orders, and its decision step ``decisions(inputs:
+    DecisionInputs) -> (per-query rows, per-presentation rows)`` (None: no decisions beyond the ranking)."""
 
     name: str
     label: str
     reader: bool = False
     columns: dict[str, str] = field(default_factory=dict)
+    positions: bool = False  # its datasets are also reranked in position orders (the others over shuffles only)
+    decisions: Callable[[DecisionInputs], tuple[list[dict], list[dict]]] | None = None
+
+
+@dataclass
+class DecisionInputs:
+    """What a consumer's decision step may read: per query the canonical scores and those of each of the M
+    presentations (``{query: {doc: score}}``), the qrels and their relevant grade, the threshold grid, and
+    for a consumer with a reader its reader, the questions, passage texts and gold answers."""
+
+    canonical: dict[str, dict[str, float]]
+    presentations: list[dict[str, dict[str, float]]]
+    qrels: pl.DataFrame
+    relevant_grade: int
+    grid_points: int
+    reader: object = None
+    questions: dict[str, str] | None = None
+    texts: dict[str, str] | None = None
+    golds: dict[str, list[str]] | None = None
 
 
 PASSAGE_RERANKING = "passage_reranking"
 MULTIDOC_QA = "multidoc_qa"
 RESPONSE_RANKING = "response_ranking"
-
-CONSUMERS = {c.name: c for c in (
-    Consumer(PASSAGE_RERANKING, "passage reranking"),
-    Consumer(MULTIDOC_QA, "multi-document QA", reader=True,
-             columns={"quality": "accuracy", "flip": "answer flip", "verdict_flip": "verdict flip",
-                      "retained": "retained passages"}),
-    Consumer(RESPONSE_RANKING, "response ranking",
-             columns={"quality": "nDCG@1", "flip": "pair flip", "verdict_flip": "selection flip"}),
-)}
-
-
-def get(name: str) -> Consumer:
-    try:
-        return CONSUMERS[name]
-    except KeyError:
-        raise ValueError(f"consumer {name!r}: use one of {', '.join(CONSUMERS)}") from None
-
-
-def with_decisions() -> list[str]:
-    """The consumers whose decisions the ``decisions`` rule measures (all but passage reranking)."""
-    return [name for name, c in CONSUMERS.items() if c.columns]
 
 
 def normalize_answer(text: str) -> str:
@@ -154,6 +155,49 @@ def response_decisions(presentations: list[dict[str, dict[str, float]]],
     return rows, details
 
 
+def _qa(inputs: DecisionInputs) -> tuple[list[dict], list[dict]]:
+    """Multi-document QA's decision step: :func:`qa_decisions` at τ*, the threshold with the best canonical
+    set-F1 (as for retention Jaccard)."""
+    from posbias.stability import relevant_sets
+
+    common = set(inputs.canonical).intersection(*(set(p) for p in inputs.presentations))
+    threshold, _ = metrics.f1_threshold({q: inputs.canonical[q] for q in sorted(common)},
+                                        relevant_sets(inputs.qrels, inputs.relevant_grade), inputs.grid_points)
+    return qa_decisions(inputs.canonical, inputs.presentations, threshold, inputs.reader, inputs.questions,
+                        inputs.texts, inputs.golds)
+
+
+def _responses(inputs: DecisionInputs) -> tuple[list[dict], list[dict]]:
+    """Response ranking's decision step: :func:`response_decisions` with each presentation's nDCG@1."""
+    from posbias.stability import ndcg_by_query
+
+    return response_decisions(inputs.presentations,
+                              [ndcg_by_query(p, inputs.qrels, "nDCG@1") for p in inputs.presentations])
+
+
+CONSUMERS = {c.name: c for c in (
+    Consumer(PASSAGE_RERANKING, "passage reranking", positions=True),
+    Consumer(MULTIDOC_QA, "multi-document QA", reader=True,
+             columns={"quality": "accuracy", "flip": "answer flip", "verdict_flip": "verdict flip",
+                      "retained": "retained passages"}, decisions=_qa),
+    Consumer(RESPONSE_RANKING, "response ranking",
+             columns={"quality": "nDCG@1", "flip": "pair flip", "verdict_flip": "selection flip"},
+             decisions=_responses),
+)}
+
+
+def get(name: str) -> Consumer:
+    try:
+        return CONSUMERS[name]
+    except KeyError:
+        raise ValueError(f"consumer {name!r}: use one of {', '.join(CONSUMERS)}") from None
+
+
+def with_decisions() -> list[str]:
+    """The consumers whose decisions the ``decisions`` rule measures (those with a decision step)."""
+    return [name for name, c in CONSUMERS.items() if c.decisions is not None]
+
+
 def decide(consumer: str, canonical_run: pl.DataFrame, shuffled_runs: list[pl.DataFrame], qrels: pl.DataFrame,
            relevant_grade: int, presentations: int | None, grid_points: int, keys: dict[str, str],
            reader=None, questions: dict[str, str] | None = None, texts: dict[str, str] | None = None,
@@ -163,26 +207,16 @@ def decide(consumer: str, canonical_run: pl.DataFrame, shuffled_runs: list[pl.Da
     presentation), each row carrying ``keys`` (model, dataset, retriever). Multi-document QA needs
     ``reader``, ``questions``, passage ``texts`` and ``golds``; its τ* is retention Jaccard's."""
     from posbias import schemas
-    from posbias.stability import (
-        bsc_presentations,
-        ndcg_by_query,
-        relevant_sets,
-        scores_by_query,
-    )
+    from posbias.stability import bsc_presentations, scores_by_query
 
     if consumer not in with_decisions():
         raise ValueError(f"consumer {consumer!r} takes no decisions beyond its ranking; use one of {with_decisions()}")
     if len(shuffled_runs) < 2:
         raise ValueError(f"{keys}: decision stability needs at least two shuffled presentations")
-    canonical = scores_by_query(canonical_run)
     shown = bsc_presentations([scores_by_query(r) for r in shuffled_runs], 1, presentations)
-    if get(consumer).reader:
-        common = set(canonical).intersection(*(set(p) for p in shown))
-        threshold, _ = metrics.f1_threshold({q: canonical[q] for q in sorted(common)},
-                                            relevant_sets(qrels, relevant_grade), grid_points)
-        rows, details = qa_decisions(canonical, shown, threshold, reader, questions, texts, golds)
-    else:
-        rows, details = response_decisions(shown, [ndcg_by_query(p, qrels, "nDCG@1") for p in shown])
+    rows, details = get(consumer).decisions(DecisionInputs(scores_by_query(canonical_run), shown, qrels,
+                                                           relevant_grade, grid_points, reader, questions, texts,
+                                                           golds))
     rows = [{**keys, "consumer": consumer, **r} for r in rows]
     details = [{**keys, **r} for r in details]
     return (pl.from_arrow(pa.Table.from_pylist(rows, schema=schemas.DECISIONS)),

@@ -1,0 +1,96 @@
+"""Per-rule param slices of a validated config: exactly the keys each job reads, so an edit reruns only what
+depends on it.
+"""
+
+from __future__ import annotations
+
+from posbias import debiasing, methods
+from posbias.config.experiments import consumer_window, find_experiment, is_pointwise, orders_for, variant_of
+from posbias.config.schema_defaults import model_defaults
+
+
+def rerank_settings(config: dict, model: str, dataset: str, retriever: str, debias: str, part: str) -> dict:
+    """What one ``rerank`` job (a batch of orders, :func:`rerank_batches`) reads from the config, and
+    nothing else: its experiment's depth and query limit, the window and step, the position protocol's
+    keys for a batch of position orders, the word budget for a model that reads passage text, and its
+    debiasing method's settings. A job's params are exactly this and its orders, so adding an experiment
+    or editing a key the job does not read reruns none of it."""
+    rr = config["reranking"]
+    experiment = find_experiment(config, model, dataset, retriever)
+    out = {"depth": experiment.get("depth", rr["depth"]), "queries": experiment.get("queries"),
+           "window": rr["window"], "step": rr["step"], "debias": debiasing.options(rr, debias)}
+    if part.startswith("position"):
+        out |= {"relevant_grade": rr["relevant_grade"], "position_k": rr["position_k"]}
+    if config["models"][model]["kind"] == "causal_lm":
+        out["word_budget"] = rr["word_budget"]
+    if is_pointwise(config, model) and consumer_window(config, dataset):
+        out["grade_window"] = consumer_window(config, dataset)
+    return canonical(out)
+
+
+def canonical(value):
+    """``value`` with every mapping's keys sorted, recursively: Snakemake compares params by ``repr``,
+    so a rule's params must not depend on the order keys were written in the config."""
+    if isinstance(value, dict):
+        return {k: canonical(value[k]) for k in sorted(value)}
+    if isinstance(value, (list, tuple)):
+        return [canonical(v) for v in value]
+    return value
+
+
+def position_settings(config: dict, model: str, dataset: str, retriever: str, debias: str) -> dict:
+    """The position protocol's keys for a summary whose orders include position orders, else nothing."""
+    rr = config["reranking"]
+    experiment = find_experiment(config, model, dataset, retriever)
+    if not any(o.startswith("position-") for o in orders_for(config, experiment, debias)):
+        return {}
+    return {"position_k": rr["position_k"], "relevant_grade": rr["relevant_grade"]}
+
+
+# Trainer settings that change how a run is logged and checkpointed, not the model it trains: the train
+# job reads them from the config, not its params, so editing them retrains nothing.
+TRAIN_OPERATIONAL = ("logging_steps", "save_steps", "save_total_limit")
+
+
+def model_settings(config: dict, model: str) -> dict:
+    """A models entry as a job's params: keys sorted (their order in the file is not a change), and the
+    engine only where it is not the default, so that results made before the key existed stay current
+    (rerunning every reranking job, and retraining what reads the propensity estimate, to be told that
+    transformers ran them would cost days on a cluster)."""
+    spec = dict(config["models"][model])
+    if spec.get("engine") == model_defaults("causal_lm")["engine"]:
+        del spec["engine"]
+    return canonical(spec)
+
+
+def train_settings(config: dict, name: str) -> dict:
+    """What a ``train`` job's result depends on: its training entry without the operational trainer
+    settings and without the list of sibling seeds (adding a seed trains only the new one), and its
+    GPUs as the processes it trains in: 0 (a CPU job) and 1 train in one process alike, so moving a
+    job onto one GPU does not retrain it."""
+    run = config["training"][name]
+    hyper = {k: v for k, v in run["hyper"].items() if k not in TRAIN_OPERATIONAL}
+    settings = {k: v for k, v in run.items() if k not in ("seeds", "hyper")} | {"hyper": hyper}
+    return canonical(settings | {"gpus": max(1, run["gpus"])})
+
+
+def training_labels(config: dict) -> dict:
+    """What the paper tables and figures read of the training entries: method, augmentation and, for
+    seeded models, the entry they are a seed of and the seed."""
+    return {name: {k: run[k] for k in ("method", "aug", "variant", "seed") if k in run}
+            for name, run in config.get("training", {}).items()}
+
+
+def pointwise_settings(config: dict) -> dict[str, dict]:
+    """Per pointwise training entry (a variant, its seeds counted once): its method, λ (0 without the
+    penalty), views N (1 for single-view methods) and whether it is on OC-SFT's λ grid
+    (:attr:`posbias.methods.TrainingMethod.on_lambda_grid`), as the OC-SFT settings table reads them."""
+    out = {}
+    for name, run in config.get("training", {}).items():
+        method = methods.get(run["method"])
+        if method.pointwise:
+            views = run["hyper"]["views"] if method.views == "anchor+permutations" else 1
+            out[variant_of(config["training"], name)] = {
+                "method": method.name, "lambda": run["hyper"]["consistency"] if method.consistency else 0.0,
+                "views": views, "grid": method.on_lambda_grid}
+    return out
