@@ -9,8 +9,11 @@ of ``window`` documents in the given order, and the whole list is sorted by scor
 
 from __future__ import annotations
 
+import json
+import logging
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import polars as pl
 import pyarrow as pa
@@ -242,3 +245,39 @@ def rerank_order(base: Reranker, order_name: str, debias: str, settings: dict, s
     reranker = debiasing.wrap(base, debias, seed, settings["debias"])
     run, window_log, cost = rerank(reranker, shown.lists, window_of(base, settings), settings["step"], batch_size)
     return shown, run, window_log, cost
+
+
+def save_order(paths: dict[str, Path], name: str, debias: str, tag: str, result: tuple, wall: float,
+               model_stats: dict, settings: dict, log: logging.Logger) -> dict:
+    """Write one reranked order's files (``paths`` by :data:`ORDER_FILES` key): the run as Parquet and TREC
+    (``tag`` its run tag, for trec_eval, ranx and rank_llm), the window log, the per-query cost, and last the
+    stats JSON (totals, skipped queries, the model's counters, the shuffle seeds), which marks the order
+    finished; log what the job's log should say of it. ``result`` is :func:`rerank_order`'s, ``wall`` its
+    seconds. Returns the stats."""
+    from posbias import atomic, runs
+
+    shown, run, window_log, cost = result
+    if shown.no_candidates:
+        log.warning("%d queries have no first-stage candidates; skipped", shown.no_candidates)
+    if shown.not_applicable:
+        log.info("%d queries have no relevant passage in the top %d; skipped for %s", shown.not_applicable,
+                 settings["position_k"], name)
+    schemas.write(run, paths["run"], "run")
+    runs.write_trec(run, paths["trec"], tag)
+    schemas.write(window_log, paths["windows"], "window_log")
+    schemas.write(cost, paths["cost"], "cost")
+    stats = {
+        "order": name, "debias": debias, "queries": len(shown.lists),
+        "skipped_no_candidates": shown.no_candidates, "skipped_not_applicable": shown.not_applicable,
+        "windows": window_log.select("query_id", "window").n_unique() if window_log.height else 0,
+        "wall_seconds": wall, **model_stats, "shuffle_seeds": shown.seeds,
+    }
+    atomic.write_text(paths["stats"], json.dumps(stats, indent=1, sort_keys=True))
+    if stats.get("truncated_passages"):
+        log.info("%s: %d passages were cut to fit the word budget or the context", name,
+                 stats["truncated_passages"])
+    if stats.get("parse_failures") or stats.get("missing_ids"):
+        log.warning("%s: %d windows without a parsable ranking, %d identifiers missing (appended in input order)",
+                    name, stats["parse_failures"], stats["missing_ids"])
+    log.info("%s: reranked %d queries in %.1f s (%d windows)", name, len(shown.lists), wall, stats["windows"])
+    return stats
