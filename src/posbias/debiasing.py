@@ -25,10 +25,11 @@ function, and register a :class:`DebiasMethod` here.
 
 from __future__ import annotations
 
-import importlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from posbias import targets
 
 
 @dataclass(frozen=True)
@@ -206,8 +207,7 @@ def combine(name: str, runs: list, settings: dict):
     """One run from the reranked ``runs`` of :func:`lists` (in that order), by the list-level method
     ``name``'s own combine step; ``settings`` from :func:`options`, passed as keywords."""
     _, method = _list_level(name)
-    module, _, function = method.combine.partition(":")
-    return getattr(importlib.import_module(module), function)(runs, **settings)
+    return targets.load(method.combine)(runs, **settings)
 
 
 def wrap(base, name: str, seed: int, settings: dict):

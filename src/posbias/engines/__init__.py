@@ -82,10 +82,9 @@ ENGINES: dict[str, EngineEntry] = {
 
 def open_engine(spec, tokenizer) -> Engine:
     """The engine ``spec.engine`` names, for the model at ``spec.path`` (its class's ``open``)."""
-    import importlib
+    from posbias import targets
 
-    module, _, name = ENGINES[spec.engine].target.partition(":")
-    return getattr(importlib.import_module(module), name).open(spec, tokenizer)
+    return targets.load(ENGINES[spec.engine].target).open(spec, tokenizer)
 
 
 def eos_ids(generation_config, tokenizer) -> set[int]:

@@ -12,13 +12,15 @@ An entry carries the mode's behaviour, so no code tests a mode's name:
   :func:`posbias.rerankers.build` calls its ``from_config``. The class declares the rest of its capabilities
   (``pointwise`` and ``decodes`` as here, ``priors``, ``window``; :mod:`posbias.rerankers.base`).
 
-This module imports nothing of posbias, so the config layer reads it without the implementations.
+This module imports nothing of posbias but :mod:`posbias.targets`, so the config layer reads it without the
+implementations.
 """
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
+
+from posbias import targets
 
 
 @dataclass(frozen=True)
@@ -69,5 +71,4 @@ def implementation(spec: dict) -> type:
     target = get(spec["mode"]).classes.get(spec["kind"])
     if target is None:
         raise ValueError(f"reranker mode {spec['mode']!r} has no {spec['kind']} implementation")
-    module, _, name = target.partition(":")
-    return getattr(importlib.import_module(module), name)
+    return targets.load(target)

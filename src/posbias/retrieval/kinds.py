@@ -15,14 +15,16 @@ An entry carries the kind's behaviour, so the rules, the config checks and the o
   ``threads`` cores.
 
 Imported runs are not a kind: they are files named by the dataset (``imported:<name>``, rule ``import_run``).
-This module imports nothing of posbias, so the config layer reads it without the implementations.
+This module imports nothing of posbias but :mod:`posbias.targets`, so the config layer reads it without the
+implementations.
 """
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from posbias import targets
 
 TABLES = ("queries", "corpus", "qrels")  # the dataset tables a search may read
 
@@ -89,19 +91,14 @@ def names(indexed: bool | None = None) -> list[str]:
     return [n for n, k in KINDS.items() if indexed is None or (k.index is not None) == indexed]
 
 
-def _function(target: str):
-    module, _, name = target.partition(":")
-    return getattr(importlib.import_module(module), name)
-
-
 def build_index(kind: str, job: RetrievalJob, out: Path) -> None:
     """Build ``kind``'s index of ``job.data["corpus"]`` into ``out``."""
     target = get(kind).index
     if target is None:
         raise ValueError(f"retriever kind {kind!r} builds no index; it searches the dataset's tables")
-    _function(target)(job, Path(out))
+    targets.load(target)(job, Path(out))
 
 
 def search(kind: str, job: RetrievalJob):
     """``kind``'s run for ``job``: (canonical run, ids of queries with no hits)."""
-    return _function(get(kind).search)(job)
+    return targets.load(get(kind).search)(job)

@@ -19,10 +19,11 @@ A collator with an ``epoch`` attribute is told each epoch (its views may depend 
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+from posbias import targets
 
 
 @dataclass(frozen=True)
@@ -87,5 +88,4 @@ def get(name: str) -> TrainingFamily:
 
 def function(target: str) -> Callable:
     """The function a ``"module:function"`` field names, imported now."""
-    module, _, name = target.partition(":")
-    return getattr(importlib.import_module(module), name)
+    return targets.load(target)
