@@ -232,7 +232,7 @@ def list_debias_inputs(wildcards, suffix):
 def stability_orders(wildcards):
     """The canonical and shuffled orders of a pointwise experiment (position orders are not used)."""
     experiment = EXPERIMENTS[(wildcards.model, wildcards.dataset, wildcards.retriever)]
-    return [o for o in pbconfig.orders_of(config, experiment) if not o.startswith("position-")]
+    return [o for o in pbconfig.orders_of(config, experiment) if not orders.is_kind(o, "position")]
 
 
 def stability_outputs(wildcards, suffix, debias=None):

@@ -450,6 +450,22 @@ def test_vocabulary_names_are_not_listed_outside_their_registry(vocabulary):
     assert not offenders, offenders
 
 
+def test_order_names_are_made_and_read_only_through_orders():
+    """No code outside ``posbias.orders`` spells an indexed order's name (``"shuffled-…"``, ``"position-…"``)
+    or tests one by its prefix: it asks ``orders`` (``shuffled``, ``position``, ``prefix``, ``is_kind``,
+    ``index_of``), so the grammar has one home."""
+    spelled = re.compile(r"""["'](shuffled|position)-(["'{]|\d)|startswith\(["'](shuffled|position)""")
+    offenders = []
+    files = list((REPO / "src").rglob("*.py")) + list((REPO / "rules").glob("*.smk")) + [REPO / "Snakefile"]
+    for path in files + list((REPO / "workflow" / "scripts").glob("*.py")):
+        if path == SRC / "orders.py":
+            continue
+        for lineno, line in enumerate(path.read_text().splitlines(), 1):
+            if spelled.search(line.split("#")[0]):
+                offenders.append(f"{path.relative_to(REPO)}:{lineno}")
+    assert not offenders, offenders
+
+
 def test_paper_registry_names_its_inputs():
     for registry in (paper.TABLES, paper.FIGURES):
         for name, entry in registry.items():

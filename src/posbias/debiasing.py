@@ -29,7 +29,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from posbias import targets
+from posbias import orders, targets
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ class DebiasMethod:
 
 def _shuffled_lists(spec: DebiasSpec) -> list[str]:
     """``shuffled-0`` … ``shuffled-(K−1)``."""
-    return [f"shuffled-{s}" for s in range(spec.k)]
+    return [orders.shuffled(s) for s in range(spec.k)]
 
 
 def _views(views: str, average_scores: bool | None) -> Callable:

@@ -22,7 +22,7 @@ import polars as pl
 import yaml
 
 from posbias import config as pbconfig
-from posbias import schemas
+from posbias import orders, schemas
 from posbias.errors import PosbiasError
 from posbias.plan import FAMILIES, plan_orders, summary, table, with_seconds
 
@@ -126,7 +126,7 @@ def shuffled_share(orders_: pl.DataFrame) -> tuple[float, int]:
     """(device-hours of the rerank jobs' shuffled orders, how many shuffle seeds they use): what a
     reading with fewer shuffles would save (model seconds; the model loads are shared with the other
     orders of a job)."""
-    part = orders_.filter((pl.col("family") == "rerank") & pl.col("order").str.starts_with("shuffled-"))
+    part = orders_.filter((pl.col("family") == "rerank") & pl.col("order").str.starts_with(orders.prefix("shuffled")))
     return float(part["model_seconds"].sum()) / 3600, part["order"].n_unique()
 
 

@@ -48,6 +48,37 @@ def parse(order: str) -> Order:
     return Order(kind, int(index) if index else None)
 
 
+ORIGINAL = "original"
+
+
+def shuffled(index: int) -> str:
+    """The name of shuffled order ``index`` (0-based)."""
+    return str(Order("shuffled", index))
+
+
+def position(p: int) -> str:
+    """The name of position order ``p`` (1-based)."""
+    return str(Order("position", p))
+
+
+def prefix(kind: str) -> str:
+    """What every name of an indexed ``kind`` starts with (for column filters: ``str.starts_with``)."""
+    if not KINDS[kind][0]:
+        raise ValueError(f"order kind {kind!r} takes no index")
+    return f"{kind}-"
+
+
+def is_kind(name: str, kind: str) -> bool:
+    """Whether the order called ``name`` is of ``kind`` (``original``, ``shuffled``, ``position``), by its name
+    alone (no check of the rest: the config checks call it before :func:`parse` reports a bad name)."""
+    return name.startswith(prefix(kind)) if KINDS[kind][0] else name == kind
+
+
+def index_of(name: str) -> int:
+    """The shuffle index or 1-based position in an indexed order's name."""
+    return int(name.partition("-")[2])
+
+
 def shuffle_seed(root_seed: int, index: int, query_id: str) -> int:
     return derive_seed(root_seed, "shuffle", index, query_id)
 

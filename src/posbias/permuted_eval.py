@@ -40,7 +40,7 @@ def rankings_by_query(run: pl.DataFrame) -> dict[str, list[str]]:
 
 def psi_over_shuffles(reranked: dict[str, pl.DataFrame]) -> tuple[float, int]:
     """Mean per-query τ-PSI over the shuffled conditions, and the number of queries it averages."""
-    shuffled = [rankings_by_query(run) for order, run in reranked.items() if order.startswith("shuffled-")]
+    shuffled = [rankings_by_query(run) for order, run in reranked.items() if orders.is_kind(order, "shuffled")]
     if len(shuffled) < 2:
         return float("nan"), 0
     common = set.intersection(*(set(r) for r in shuffled))
@@ -92,13 +92,13 @@ def summarize(keys: dict[str, str], per_query: pl.DataFrame, reranked: dict[str,
     """
     ndcg = dict(per_query.filter(pl.col("measure") == "nDCG@10").group_by("order", maintain_order=True)
                 .agg(pl.col("value").mean()).iter_rows())
-    shuffled = [v for k, v in ndcg.items() if k.startswith("shuffled-")]
+    shuffled = [v for k, v in ndcg.items() if orders.is_kind(k, "shuffled")]
     psi, _ = psi_over_shuffles(reranked)
     values = curve["target_ndcg10"].to_list()
     return pl.DataFrame([{
         **keys,
-        "queries": per_query.filter(pl.col("order") == "original")["query_id"].n_unique(),
-        "ndcg10_original": ndcg.get("original", math.nan),
+        "queries": per_query.filter(pl.col("order") == orders.ORIGINAL)["query_id"].n_unique(),
+        "ndcg10_original": ndcg.get(orders.ORIGINAL, math.nan),
         "ndcg10_shuffled_mean": float(np.mean(shuffled)) if shuffled else math.nan,
         "ndcg10_shuffled_sd": float(np.std(shuffled, ddof=1)) if len(shuffled) > 1 else math.nan,
         "shuffles": len(shuffled), "tau_psi": psi,

@@ -65,7 +65,7 @@ def layout(first_stage: pl.DataFrame, queries: pl.DataFrame, corpus: pl.DataFram
     """One pool job's candidate lists (each query's first-stage top ``settings["depth"]``, the first
     ``settings["queries"]`` queries), the design's cells over them and the queries left out. The
     ``pool_design`` job and the compute plan (:mod:`posbias.plan`) both call this."""
-    shown = present_candidates(first_stage, queries, corpus, grades, orders.parse("original"), seed, settings["depth"],
+    shown = present_candidates(first_stage, queries, corpus, grades, orders.parse(orders.ORIGINAL), seed, settings["depth"],
                                None, None, settings.get("queries"))
     cells, skipped = design(shown.lists, window, settings["kept"], settings["pools"], settings["orders"], seed)
     return shown.lists, cells, skipped

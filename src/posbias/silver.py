@@ -52,7 +52,7 @@ def _views(first_stage: pl.DataFrame, queries: pl.DataFrame, corpus: pl.DataFram
            depth: int, window: int, shuffles: int, max_queries: int | None) -> list[tuple[int, list[Candidates]]]:
     out = []
     for view in range(shuffles + 1):
-        order = orders.parse("original" if view == 0 else f"shuffled-{view - 1}")
+        order = orders.parse(orders.ORIGINAL if view == 0 else orders.shuffled(view - 1))
         shown = present_candidates(first_stage, queries, corpus, grades, order, seed, depth, 1, depth, max_queries)
         out.append((view, [anchored(c, window, seed) for c in shown.lists] if view == 0 else shown.lists))
     return out

@@ -1,6 +1,6 @@
 """One pointwise scorer's decisions for its dataset's consumer over M presentations (posbias.consumers)."""
 
-from posbias import consumers, readers, schemas
+from posbias import consumers, orders, readers, schemas
 from posbias.data.collection import grades_by_query, passage_texts
 from posbias.jobs import logged
 
@@ -16,8 +16,8 @@ with logged(sm, "decisions") as log:
         qa = {"reader": reader, "golds": golds, "texts": passage_texts(schemas.read(sm.input.corpus, "corpus")),
               "questions": dict(schemas.read(sm.input.queries, "queries").select("query_id", "text").iter_rows())}
     table, details = consumers.decide(
-        sm.params.consumer, schemas.read(runs["original"], "run"),
-        [schemas.read(runs[o], "run") for o in sm.params.orders if o.startswith("shuffled-")], qrels,
+        sm.params.consumer, schemas.read(runs[orders.ORIGINAL], "run"),
+        [schemas.read(runs[o], "run") for o in sm.params.orders if orders.is_kind(o, "shuffled")], qrels,
         sm.params.relevant_grade, sm.params.ocsft["presentations"], sm.params.ocsft["grid_points"],
         {"model": sm.wildcards.model, "dataset": sm.wildcards.dataset, "retriever": sm.wildcards.retriever}, **qa)
     schemas.write(table, sm.output.table, "decisions")

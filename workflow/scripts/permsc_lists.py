@@ -6,7 +6,7 @@ No model call; the cost and stats are those of the reranking passes it combines.
 import json
 from pathlib import Path
 
-from posbias import atomic, debiasing, permsc, runs, schemas
+from posbias import atomic, debiasing, orders, permsc, runs, schemas
 from posbias.jobs import logged
 
 sm = snakemake  # noqa: F821
@@ -16,7 +16,7 @@ with logged(sm, "permsc_lists") as log:
     runs.write_trec(run, sm.output.trec, f"{sm.wildcards.model}.{sm.wildcards.debias}")
     schemas.write(permsc.summed_costs([schemas.read(p, "cost") for p in sm.input.costs]), sm.output.cost, "cost")
     parts = [json.loads(Path(p).read_text()) for p in sm.input.stats]
-    stats = {"order": "original", "debias": sm.wildcards.debias, "aggregated_orders": [s["order"] for s in parts],
+    stats = {"order": orders.ORIGINAL, "debias": sm.wildcards.debias, "aggregated_orders": [s["order"] for s in parts],
              **sm.params.settings, "queries": run["query_id"].n_unique(),
              **{key: sum(s.get(key, 0) for s in parts) for key in ("windows", "wall_seconds", "parse_failures",
                                                                    "missing_ids", "truncated_passages")}}

@@ -4,7 +4,7 @@ import json
 
 import polars as pl
 
-from posbias import permuted_eval, schemas
+from posbias import orders, permuted_eval, schemas
 from posbias.jobs import logged
 
 sm = snakemake  # noqa: F821
@@ -17,7 +17,7 @@ with logged(sm, "rerank_summary") as log:
     stats = [json.loads(open(p).read()) for p in sm.input.stats]
     # the cost of one full-depth reranking: original and shuffled orders (position orders rerank only the top k)
     costs = pl.concat([schemas.read(p, "cost") for order, p in zip(sm.params.orders, sm.input.costs)
-                       if not order.startswith("position-")])
+                       if not orders.is_kind(order, "position")])
     per_query = permuted_eval.condition_metrics(reranked, qrels, sm.params.measures, w.model, w.dataset, w.retriever,
                                                 w.debias)
     schemas.write(per_query, sm.output.metrics, "rerank_metrics")

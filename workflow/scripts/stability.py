@@ -2,17 +2,17 @@
 
 import polars as pl
 
-from posbias import schemas, stability
+from posbias import orders, schemas, stability
 from posbias.jobs import logged
 
 sm = snakemake  # noqa: F821
 with logged(sm, "stability") as log:
-    presented = ["original", *(o for o in sm.params.orders if o.startswith("shuffled-"))]
+    presented = [orders.ORIGINAL, *(o for o in sm.params.orders if orders.is_kind(o, "shuffled"))]
     runs = dict(zip(sm.params.orders, sm.input.runs))
     plain = dict(zip(sm.params.orders, sm.input.plain))  # a debiasing method's plain runs (else empty)
     costs = pl.concat([schemas.read(p, "cost") for p in sm.input.costs])
     table, per_query = stability.stability_table(
-        schemas.read(runs["original"], "run"),
+        schemas.read(runs[orders.ORIGINAL], "run"),
         [schemas.read(runs[o], "run") for o in presented[1:]],
         schemas.read(sm.input.qrels, "qrels"), sm.params.relevant_grade, sm.params.ocsft["bsc_k"],
         {"model": sm.wildcards.model, "dataset": sm.wildcards.dataset, "retriever": sm.wildcards.retriever,

@@ -116,7 +116,7 @@ def check_settings(config: dict, files: bool = True) -> None:
                          f"{prop['retriever']!r}; lower propensity.k or raise retrievers.{prop['retriever']}.depth")
     for i, e in enumerate(rr["experiments"]):
         depth = e.get("depth", rr["depth"])
-        positions = [int(o.split("-")[1]) for o in orders_of(config, e) if o.startswith("position-")]
+        positions = [orders.index_of(o) for o in orders_of(config, e) if orders.is_kind(o, "position")]
         if positions and max(positions) > depth:
             raise ValueError(f"config: reranking.experiments[{i}] asks for position-{max(positions)} but reranks "
                              f"only the top {depth}; drop that order or raise the experiment's depth")
@@ -210,7 +210,7 @@ def check_experiments(config: dict) -> None:
         if experiment_key(e) in seen:
             raise ValueError(f"config: {where} repeats model/dataset/retriever {experiment_key(e)}")
         seen.add(experiment_key(e))
-        positions = [int(o.split("-")[1]) for o in orders_of(config, e) if o.startswith("position-")]
+        positions = [orders.index_of(o) for o in orders_of(config, e) if orders.is_kind(o, "position")]
         if positions and max(positions) > config["reranking"]["position_k"]:
             raise ValueError(f"config: {where} asks for position-{max(positions)} beyond reranking.position_k")
 

@@ -36,8 +36,8 @@ def orders_of(config: dict, experiment: dict) -> list[str]:
         return list(experiment["orders"])
     rr = config["reranking"]
     positions = rr["positions"] if consumers.get(consumer_of(config, experiment["dataset"])).positions else 0
-    return (["original"] + [f"shuffled-{s}" for s in range(rr["shuffles"])]
-            + [f"position-{p}" for p in range(1, positions + 1)])
+    return ([orders.ORIGINAL] + [orders.shuffled(s) for s in range(rr["shuffles"])]
+            + [orders.position(p) for p in range(1, positions + 1)])
 
 
 def experiment_key(experiment: dict) -> tuple[str, str, str]:
@@ -48,9 +48,9 @@ def orders_for(config: dict, experiment: dict, debias: str) -> list[str]:
     """The orders a debiasing method runs on: original and shuffled, plus positions if in ``position_debias``;
     a list-level method (PermSC over K reranked shuffles) has one result, written as ``original``."""
     if debiasing.parse(debias).level == "list":
-        return ["original"]
+        return [orders.ORIGINAL]
     with_positions = debias in experiment.get("position_debias", ["none"])
-    return [o for o in orders_of(config, experiment) if with_positions or not o.startswith("position-")]
+    return [o for o in orders_of(config, experiment) if with_positions or not orders.is_kind(o, "position")]
 
 
 def find_experiment(config: dict, model: str, dataset: str, retriever: str) -> dict:
@@ -166,7 +166,7 @@ def stability_targets(config: dict) -> list[tuple[str, str, str, str]]:
     listwise one)."""
     out = []
     for e in config["reranking"]["experiments"]:
-        if sum(o.startswith("shuffled-") for o in orders_of(config, e)) < 2:
+        if sum(orders.is_kind(o, "shuffled") for o in orders_of(config, e)) < 2:
             continue  # stability needs two presentations
         out += [(*experiment_key(e), d) for d in dict.fromkeys(e.get("debias", ["none"]))
                 if debiasing.parse(d).level != "list"]

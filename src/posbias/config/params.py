@@ -4,7 +4,7 @@ depends on it.
 
 from __future__ import annotations
 
-from posbias import debiasing, methods
+from posbias import debiasing, methods, orders
 from posbias.config.experiments import consumer_window, find_experiment, is_pointwise, orders_for, variant_of
 from posbias.config.schema_defaults import model_defaults
 
@@ -19,7 +19,7 @@ def rerank_settings(config: dict, model: str, dataset: str, retriever: str, debi
     experiment = find_experiment(config, model, dataset, retriever)
     out = {"depth": experiment.get("depth", rr["depth"]), "queries": experiment.get("queries"),
            "window": rr["window"], "step": rr["step"], "debias": debiasing.options(rr, debias)}
-    if part.startswith("position"):
+    if part.startswith(orders.prefix("position")):
         out |= {"relevant_grade": rr["relevant_grade"], "position_k": rr["position_k"]}
     if config["models"][model]["kind"] == "causal_lm":
         out["word_budget"] = rr["word_budget"]
@@ -42,7 +42,7 @@ def position_settings(config: dict, model: str, dataset: str, retriever: str, de
     """The position protocol's keys for a summary whose orders include position orders, else nothing."""
     rr = config["reranking"]
     experiment = find_experiment(config, model, dataset, retriever)
-    if not any(o.startswith("position-") for o in orders_for(config, experiment, debias)):
+    if not any(orders.is_kind(o, "position") for o in orders_for(config, experiment, debias)):
         return {}
     return {"position_k": rr["position_k"], "relevant_grade": rr["relevant_grade"]}
 

@@ -6,7 +6,7 @@ import math
 
 import polars as pl
 
-from posbias import debiasing
+from posbias import debiasing, orders
 from posbias.paper.seeds import per_query
 from posbias.paper.stats import ALPHA, holm, paired_pvalue
 from posbias.paper.writers import Table, fmt, fmt_sd
@@ -26,8 +26,8 @@ def capcal(metrics: pl.DataFrame, summaries: pl.DataFrame) -> Table:
         methods = sorted(d for d in group["debias"].unique() if debiasing.parse(d).method in COMPARED)
         if "none" not in set(group["debias"]) or not any(debiasing.parse(d).method == "capcal" for d in methods):
             continue
-        orig = group.filter(pl.col("order") == "original").pivot(on="debias", index="query_id", values="value")
-        shuf = (group.filter(pl.col("order").str.starts_with("shuffled-"))
+        orig = group.filter(pl.col("order") == orders.ORIGINAL).pivot(on="debias", index="query_id", values="value")
+        shuf = (group.filter(pl.col("order").str.starts_with(orders.prefix("shuffled")))
                 .group_by("debias", maintain_order=True).agg(pl.col("value").mean()))
         shuf = dict(shuf.iter_rows())
         cost = summaries.filter((pl.col("model") == model) & (pl.col("dataset") == dataset)

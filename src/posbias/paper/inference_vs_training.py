@@ -6,7 +6,7 @@ from pathlib import Path
 
 import polars as pl
 
-from posbias import debiasing
+from posbias import debiasing, orders
 from posbias.paper.seeds import per_query, with_variants
 from posbias.paper.writers import integer_x, pyplot, save_figure
 
@@ -32,8 +32,8 @@ def inference_vs_training_figure(metrics: pl.DataFrame, training: dict, path: st
     q = q.with_columns(method=pl.col("debias").replace_strict({d: f for d, (f, _) in parsed.items()}, default=None),
                        k=pl.col("debias").replace_strict({d: k for d, (_, k) in parsed.items()}, default=None,
                                                          return_dtype=pl.Int64)).drop_nulls("k")
-    shuffled = pl.col("order").str.starts_with("shuffled-")
-    list_level = (pl.col("method") == "permsc") & (pl.col("order") == "original")
+    shuffled = pl.col("order").str.starts_with(orders.prefix("shuffled"))
+    list_level = (pl.col("method") == "permsc") & (pl.col("order") == orders.ORIGINAL)
     q = q.filter((shuffled & (pl.col("method") != "permsc").fill_null(True)) | list_level)
     keys = ["variant", "dataset", "retriever"]
     per_seed = (q.filter(shuffled).with_columns(shuffle=pl.col("order").str.split("-").list.get(1).cast(pl.Int64))

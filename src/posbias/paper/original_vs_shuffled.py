@@ -6,6 +6,7 @@ import math
 
 import polars as pl
 
+from posbias import orders
 from posbias.paper.seeds import per_query, with_variants
 from posbias.paper.stats import ALPHA, holm, mean_sd, paired_pvalue
 from posbias.paper.writers import Table, fmt, fmt_sd
@@ -23,9 +24,9 @@ def original_vs_shuffled(metrics: pl.DataFrame, training: dict | None = None) ->
     q = with_variants(per_query(metrics).filter(pl.col("debias") == "none"), training or {})
     rows = []
     for (variant, dataset, retriever), group in q.group_by("variant", "dataset", "retriever", maintain_order=True):
-        shuffled = pl.col("order").str.starts_with("shuffled-")
+        shuffled = pl.col("order").str.starts_with(orders.prefix("shuffled"))
         per_model = group.group_by("model", "query_id", maintain_order=True).agg(
-            orig=pl.col("value").filter(pl.col("order") == "original").mean(),
+            orig=pl.col("value").filter(pl.col("order") == orders.ORIGINAL).mean(),
             shuf=pl.col("value").filter(shuffled).mean())
         by_model = per_model.group_by("model", maintain_order=True).agg(pl.col("orig").mean(), pl.col("shuf").mean())
         paired = (per_model.group_by("query_id", maintain_order=True)

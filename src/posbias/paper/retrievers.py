@@ -6,6 +6,7 @@ import math
 
 import polars as pl
 
+from posbias import orders
 from posbias.paper.seeds import per_query, with_variants
 from posbias.paper.writers import Table, fmt_sd
 
@@ -13,7 +14,7 @@ from posbias.paper.writers import Table, fmt_sd
 def retrievers(metrics: pl.DataFrame, first_stage: pl.DataFrame, training: dict | None = None) -> Table:
     """DebiasFirst Table 2: reranked nDCG@10 (original order) per model and dataset × first-stage retriever,
     with the first-stage run itself as the first row; a model's training seeds as mean ± sd."""
-    q = with_variants(per_query(metrics).filter((pl.col("debias") == "none") & (pl.col("order") == "original")),
+    q = with_variants(per_query(metrics).filter((pl.col("debias") == "none") & (pl.col("order") == orders.ORIGINAL)),
                        training or {})
     per_seed = q.group_by("variant", "model", "dataset", "retriever", maintain_order=True).agg(
         pl.col("value").mean().alias("ndcg10"), pl.len().alias("queries"))

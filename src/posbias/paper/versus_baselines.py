@@ -6,6 +6,7 @@ import math
 
 import polars as pl
 
+from posbias import orders
 from posbias.paper.seeds import per_query, with_variants
 from posbias.paper.stats import ALPHA, holm, mean_sd, paired_pvalue
 from posbias.paper.writers import Table, fmt_sd
@@ -17,8 +18,8 @@ def versus_baselines(metrics: pl.DataFrame, training: dict, reference: str | Non
     same queries: paired two-sided Wilcoxon over per-query nDCG@10 (a variant's seeds averaged per query
     first), Holm-corrected over the baselines of each dataset × retriever and order condition."""
     q = with_variants(per_query(metrics).filter(pl.col("debias") == "none"), training)
-    q = q.with_columns(condition=pl.when(pl.col("order") == "original").then(pl.lit("original"))
-                       .when(pl.col("order").str.starts_with("shuffled-")).then(pl.lit("shuffled"))
+    q = q.with_columns(condition=pl.when(pl.col("order") == orders.ORIGINAL).then(pl.lit("original"))
+                       .when(pl.col("order").str.starts_with(orders.prefix("shuffled"))).then(pl.lit("shuffled"))
                        .otherwise(None)).drop_nulls("condition")
     # per model (seed) and query: the original value and the mean over the shuffles
     per_model = (q.group_by("variant", "model", "dataset", "retriever", "condition", "query_id", maintain_order=True)

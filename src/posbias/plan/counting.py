@@ -267,7 +267,7 @@ def plan_train(config: dict, root: Path, scale=_unit, tokenizers: dict | None = 
         per_step = hyper["batch_size"] * hyper["grad_accum"] * max(run.get("gpus", 0), 1)
         if methods.get(run["method"]).pointwise:
             exp = data.experiment(run["data"], pbconfig.silver_retriever(config, run["data"]))
-            lists = present_candidates(exp.first_stage, exp.queries, exp.corpus, exp.grades, orders.parse("original"),
+            lists = present_candidates(exp.first_stage, exp.queries, exp.corpus, exp.grades, orders.parse(orders.ORIGINAL),
                                        0, config["ocsft"]["depth"], None, None, config["ocsft"].get("queries")).lists
             b = pbconfig.silver_window(config, run["data"])
             n_instances = scale(run["data"], config["ocsft"].get("queries")) * sum(

@@ -21,7 +21,7 @@ import numpy as np
 import polars as pl
 
 from posbias import config as pbconfig
-from posbias import debiasing
+from posbias import debiasing, orders
 from posbias.paper.pool_figures import pool_summary
 from posbias.paper.stats import ALPHA, holm, mean_sd, paired_pvalue
 
@@ -125,7 +125,7 @@ def _rows(frame: pl.DataFrame, model: str | None, cell: tuple[str, str], **equal
 
 def per_shuffle(frame: pl.DataFrame, model: str, cell: tuple[str, str], debias: str, measure: str) -> dict[int, float]:
     """Mean ``measure`` over queries per shuffle seed (orders ``shuffled-<seed>``)."""
-    rows = _rows(frame, model, cell, debias=debias, measure=measure).filter(pl.col("order").str.starts_with("shuffled-"))
+    rows = _rows(frame, model, cell, debias=debias, measure=measure).filter(pl.col("order").str.starts_with(orders.prefix("shuffled")))
     means = rows.group_by("order", maintain_order=True).agg(pl.col("value").mean()).with_columns(
         seed=pl.col("order").str.split("-").list.get(1).cast(pl.Int64))
     return dict(zip(means["seed"].to_list(), means["value"].to_list()))
@@ -226,7 +226,7 @@ def _versus_per_shuffle(frame, versus, cell, measure, mine) -> dict[int, float]:
     for model in versus["models"]:
         own = per_shuffle(frame, model, cell, versus["debias"], measure)
         if not own:
-            flat = system_value(frame, model, cell, versus["debias"], "original", measure)
+            flat = system_value(frame, model, cell, versus["debias"], orders.ORIGINAL, measure)
             own = {s: flat for s in mine}
         for s, v in own.items():
             seeds.setdefault(s, []).append(v)
@@ -237,7 +237,7 @@ def _versus_per_shuffle(frame, versus, cell, measure, mine) -> dict[int, float]:
 
 def _per_query(frame, model, cell, debias, order, measure) -> dict[str, float]:
     rows = _rows(frame, model, cell, debias=debias, measure=measure)
-    rows = rows.filter(pl.col("order").str.starts_with("shuffled-")) if order == "shuffled" else rows.filter(pl.col("order") == order)
+    rows = rows.filter(pl.col("order").str.starts_with(orders.prefix("shuffled"))) if order == "shuffled" else rows.filter(pl.col("order") == order)
     if rows.is_empty():
         raise NotRun(f"{model} has no {order} order with {debias} on {cell[0]}")
     means = rows.group_by("query_id", maintain_order=True).agg(pl.col("value").mean())
@@ -287,7 +287,7 @@ def permsc_peak(frame: pl.DataFrame, bound: dict) -> Measured:
         by_k = {1: system_value(frame, model, cell, "none", "shuffled", bound["measure"])}
         for debias in _rows(frame, model, cell)["debias"].unique().to_list():
             if _list_level(debias):
-                by_k[debiasing.parse(debias).k] = system_value(frame, model, cell, debias, "original", bound["measure"])
+                by_k[debiasing.parse(debias).k] = system_value(frame, model, cell, debias, orders.ORIGINAL, bound["measure"])
         if len(by_k) < 2:
             raise NotRun(f"{model} has no list-level PermSC@K on {cell[0]}")
         ks = sorted(by_k)
