@@ -217,6 +217,17 @@ def test_a_new_retriever_kind_touches_three_files(monkeypatch):
         kinds.build_index("corpus-order", job, REPO / "unused")
 
 
+def test_an_unknown_registry_name_is_one_line_listing_the_entries():
+    from posbias.training import families
+
+    with pytest.raises(ValueError, match=r"reranker mode 'frist' is unknown; use one of: first \(FIRST single-token"):
+        modes.get("frist")
+    with pytest.raises(ValueError, match=r"retriever kind 'bm52' is unknown; use one of: bm25 \(BM25 over"):
+        kinds.get("bm52")
+    with pytest.raises(ValueError, match=r"training family 'pairwise' is unknown; use one of: listwise \("):
+        families.get("pairwise")
+
+
 def test_every_retriever_kind_is_in_the_schema_and_its_functions_exist():
     assert config.schema_node("retrievers")["additionalProperties"]["properties"]["kind"]["enum"] == list(kinds.KINDS)
     for name, kind in kinds.KINDS.items():

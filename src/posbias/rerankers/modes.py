@@ -25,7 +25,7 @@ from posbias import targets
 
 @dataclass(frozen=True)
 class RerankerMode:
-    """One ``models.<name>.mode``: its scorer family, whether it decodes, a line for tables and errors, and its
+    """One ``models.<name>.mode``: its scorer family, whether it decodes, a line naming it in errors, and its
     classes by model kind."""
 
     family: str
@@ -52,7 +52,8 @@ MODES: dict[str, RerankerMode] = {
 def get(name: str) -> RerankerMode:
     """The registered mode ``name``; ValueError naming the registered ones otherwise."""
     if name not in MODES:
-        raise ValueError(f"reranker mode {name!r} is unknown; use one of {', '.join(MODES)}")
+        raise ValueError(f"reranker mode {name!r} is unknown; use one of: "
+                         + "; ".join(f"{n} ({m.description})" for n, m in MODES.items()))
     return MODES[name]
 
 

@@ -82,7 +82,8 @@ KINDS: dict[str, RetrieverKind] = {
 def get(name: str) -> RetrieverKind:
     """The registered kind ``name``; ValueError naming the registered ones otherwise."""
     if name not in KINDS:
-        raise ValueError(f"retriever kind {name!r} is unknown; use one of {', '.join(KINDS)}")
+        raise ValueError(f"retriever kind {name!r} is unknown; use one of: "
+                         + "; ".join(f"{n} ({k.description})" for n, k in KINDS.items()))
     return KINDS[name]
 
 

@@ -82,7 +82,8 @@ FAMILIES: dict[str, TrainingFamily] = {
 
 def get(name: str) -> TrainingFamily:
     if name not in FAMILIES:
-        raise ValueError(f"training family {name!r} is unknown; use one of {', '.join(FAMILIES)}")
+        raise ValueError(f"training family {name!r} is unknown; use one of: "
+                         + "; ".join(f"{n} ({f.description})" for n, f in FAMILIES.items()))
     return FAMILIES[name]
 
 
