@@ -42,24 +42,24 @@ DATASETS = list(config["datasets"])
 def retrievers_of(indexed=None):
     """The grid's configured retrievers (not imported runs), only those whose kind builds an index
     (``indexed=True``) if asked."""
-    names = {r for _, r in GRID if r in config["retrievers"]}
-    names = {r for r in names if indexed is None or (kinds.get(config["retrievers"][r]["kind"]).index is not None)}
+    names = {r for _, r in GRID if config["retrievers"].get(r, {}).get("kind") in kinds.names(indexed)}
     return sorted(names) or ["__none__"]
 
 
-def retriever_kind(wildcards):
+def kind_of(wildcards):
+    """The registry entry (posbias.retrieval.kinds) of the job's retriever."""
     return kinds.get(config["retrievers"][wildcards.retriever]["kind"])
 
 
 def retriever_tables(wildcards):
     """The dataset tables a retrieve job reads (its kind's ``reads``)."""
-    return [t for t in retriever_kind(wildcards).reads if t in kinds.TABLES]
+    return [t for t in kind_of(wildcards).reads if t in kinds.TABLES]
 
 
 def retrieval_inputs(wildcards):
     """A retrieve job's files: the dataset tables its kind reads, the runs it fuses, the index it searches
     (unless prebuilt) and the built encoder it needs."""
-    kind = retriever_kind(wildcards)
+    kind = kind_of(wildcards)
     files = {t: f"results/data/{wildcards.dataset}/{t}.parquet" for t in retriever_tables(wildcards)}
     if "runs" in kind.reads:
         parts = config["retrievers"][wildcards.retriever]["runs"]
@@ -71,11 +71,11 @@ def retrieval_inputs(wildcards):
 
 def retriever_device(wildcards):
     """The device of a kind that runs an encoder; None for the others, so a device change reruns only those."""
-    return config["device"] if retriever_kind(wildcards).encoder else None
+    return config["device"] if kind_of(wildcards).encoder else None
 
 
 def retriever_threads(wildcards):
-    return config["threads"] if retriever_kind(wildcards).threaded else 1
+    return config["threads"] if kind_of(wildcards).threaded else 1
 
 
 def alternation(names):
@@ -173,7 +173,7 @@ def model_gpus(model):
 
 def retriever_gpus(wildcards):
     """GPUs an index or retrieve job asks SLURM for: 1 for a kind that runs an encoder, with `device: cuda`."""
-    return int(config["device"].startswith("cuda") and retriever_kind(wildcards).encoder)
+    return int(config["device"].startswith("cuda") and kind_of(wildcards).encoder)
 
 
 def reranker_model_path(model):

@@ -84,7 +84,7 @@ rule retrieve:
         model=lambda w: model_path(w) if "model" in config["retrievers"][w.retriever] else None,
         device=retriever_device,
         prebuilt=lambda w: pbconfig.prebuilt_index(config, w.dataset, w.retriever),
-        seed=lambda w: config["seed"] if retriever_kind(w).seeded else None,
+        seed=lambda w: config["seed"] if kind_of(w).seeded else None,
     script:
         "../workflow/scripts/retrieve.py"
 

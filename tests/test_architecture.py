@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import posbias
-from posbias import config, debiasing, methods, orders, paper
+from posbias import config, debiasing, methods, orders, paper, registry
 from posbias.rerankers import Reranker, WindowResult, modes
 from posbias.retrieval import kinds
 
@@ -278,7 +278,7 @@ def test_every_training_family_is_registered_and_every_term_exists():
         assert set(method.terms) <= set(listwise.TERMS if method.family == "listwise" else ()), method.name
         family = families.get(method.family)
         for target in (family.read, family.setup, family.objective):
-            assert callable(families.function(target)), target
+            assert callable(registry.load(target)), target
 
 
 class _Reversed(Reranker):

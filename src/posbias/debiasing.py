@@ -29,7 +29,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from posbias import orders, targets
+from posbias import orders, registry
 
 
 @dataclass(frozen=True)
@@ -207,7 +207,7 @@ def combine(name: str, runs: list, settings: dict):
     """One run from the reranked ``runs`` of :func:`lists` (in that order), by the list-level method
     ``name``'s own combine step; ``settings`` from :func:`options`, passed as keywords."""
     _, method = _list_level(name)
-    return targets.load(method.combine)(runs, **settings)
+    return registry.load(method.combine)(runs, **settings)
 
 
 def wrap(base, name: str, seed: int, settings: dict):

@@ -8,11 +8,11 @@ torchrun over the GPUs of this allocation, one process per GPU.
 
 from pathlib import Path
 
-from posbias import hub, schemas
+from posbias import hub, registry, schemas
 from posbias.config import TRAIN_OPERATIONAL
 from posbias.jobs import logged
 from posbias.paper.training_curves import loss_figure
-from posbias.training import TrainSpec, families, launch_distributed, train
+from posbias.training import TrainSpec, launch_distributed, train
 
 sm = snakemake  # noqa: F821
 run = sm.params.run
@@ -21,7 +21,7 @@ with logged(sm, "train") as log:
                    if k in TRAIN_OPERATIONAL}  # logging and checkpointing: read here, not params (no retraining)
     spec = TrainSpec(method=run["method"], seed=run.get("seed", sm.params.seed), word_budget=sm.params.word_budget,
                      prompt=sm.params.prompt, **run["hyper"], **operational)
-    instances, prop = families.function(spec.family.read)(sm.input, spec, log)
+    instances, prop = registry.load(spec.family.read)(sm.input, spec, log)
     if run.get("max_instances"):
         instances = instances.head(run["max_instances"])
     work, out = Path(sm.params.checkpoints), Path(sm.output.model)

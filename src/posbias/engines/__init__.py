@@ -82,9 +82,9 @@ ENGINES: dict[str, EngineEntry] = {
 
 def open_engine(spec, tokenizer) -> Engine:
     """The engine ``spec.engine`` names, for the model at ``spec.path`` (its class's ``open``)."""
-    from posbias import targets
+    from posbias import registry
 
-    return targets.load(ENGINES[spec.engine].target).open(spec, tokenizer)
+    return registry.load(ENGINES[spec.engine].target).open(spec, tokenizer)
 
 
 def eos_ids(generation_config, tokenizer) -> set[int]:

@@ -12,7 +12,7 @@ An entry carries the mode's behaviour, so no code tests a mode's name:
   :func:`posbias.rerankers.build` calls its ``from_config``. The class declares the rest of its capabilities
   (``pointwise`` and ``decodes`` as here, ``priors``, ``window``; :mod:`posbias.rerankers.base`).
 
-This module imports nothing of posbias but :mod:`posbias.targets`, so the config layer reads it without the
+This module imports nothing of posbias but :mod:`posbias.registry`, so the config layer reads it without the
 implementations.
 """
 
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from posbias import targets
+from posbias import registry
 
 
 @dataclass(frozen=True)
@@ -51,10 +51,7 @@ MODES: dict[str, RerankerMode] = {
 
 def get(name: str) -> RerankerMode:
     """The registered mode ``name``; ValueError naming the registered ones otherwise."""
-    if name not in MODES:
-        raise ValueError(f"reranker mode {name!r} is unknown; use one of: "
-                         + "; ".join(f"{n} ({m.description})" for n, m in MODES.items()))
-    return MODES[name]
+    return registry.entry(MODES, name, "reranker mode")
 
 
 def family(spec: dict) -> str:
@@ -72,4 +69,4 @@ def implementation(spec: dict) -> type:
     target = get(spec["mode"]).classes.get(spec["kind"])
     if target is None:
         raise ValueError(f"reranker mode {spec['mode']!r} has no {spec['kind']} implementation")
-    return targets.load(target)
+    return registry.load(target)

@@ -15,7 +15,7 @@ An entry carries the kind's behaviour, so the rules, the config checks and the o
   ``threads`` cores.
 
 Imported runs are not a kind: they are files named by the dataset (``imported:<name>``, rule ``import_run``).
-This module imports nothing of posbias but :mod:`posbias.targets`, so the config layer reads it without the
+This module imports nothing of posbias but :mod:`posbias.registry`, so the config layer reads it without the
 implementations.
 """
 
@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from posbias import targets
+from posbias import registry
 
 TABLES = ("queries", "corpus", "qrels")  # the dataset tables a search may read
 
@@ -81,10 +81,7 @@ KINDS: dict[str, RetrieverKind] = {
 
 def get(name: str) -> RetrieverKind:
     """The registered kind ``name``; ValueError naming the registered ones otherwise."""
-    if name not in KINDS:
-        raise ValueError(f"retriever kind {name!r} is unknown; use one of: "
-                         + "; ".join(f"{n} ({k.description})" for n, k in KINDS.items()))
-    return KINDS[name]
+    return registry.entry(KINDS, name, "retriever kind")
 
 
 def names(indexed: bool | None = None) -> list[str]:
@@ -97,9 +94,9 @@ def build_index(kind: str, job: RetrievalJob, out: Path) -> None:
     target = get(kind).index
     if target is None:
         raise ValueError(f"retriever kind {kind!r} builds no index; it searches the dataset's tables")
-    targets.load(target)(job, Path(out))
+    registry.load(target)(job, Path(out))
 
 
 def search(kind: str, job: RetrievalJob):
     """``kind``'s run for ``job``: (canonical run, ids of queries with no hits)."""
-    return targets.load(get(kind).search)(job)
+    return registry.load(get(kind).search)(job)

@@ -13,7 +13,7 @@ trainer test no family's name:
 - ``instances``: the Parquet schema of its training instances (:mod:`posbias.schemas`);
 - ``label``: what the loss figure calls its training data.
 
-The functions are named as strings and imported when a job runs them, so the rules import no torch.
+The functions are named as strings and imported when a job runs them (:func:`posbias.registry.load`), so the rules import no torch.
 A collator with an ``epoch`` attribute is told each epoch (its views may depend on it).
 """
 
@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from posbias import targets
+from posbias import registry
 
 
 @dataclass(frozen=True)
@@ -81,12 +81,5 @@ FAMILIES: dict[str, TrainingFamily] = {
 
 
 def get(name: str) -> TrainingFamily:
-    if name not in FAMILIES:
-        raise ValueError(f"training family {name!r} is unknown; use one of: "
-                         + "; ".join(f"{n} ({f.description})" for n, f in FAMILIES.items()))
-    return FAMILIES[name]
-
-
-def function(target: str) -> Callable:
-    """The function a ``"module:function"`` field names, imported now."""
-    return targets.load(target)
+    """The registered family ``name``; ValueError naming the registered ones otherwise."""
+    return registry.entry(FAMILIES, name, "training family")

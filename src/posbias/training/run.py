@@ -13,7 +13,7 @@ import numpy as np
 import polars as pl
 import torch
 
-from posbias.training import families
+from posbias import registry
 from posbias.training.checkpoints import (
     claim_work_dir,
     last_checkpoint,
@@ -36,7 +36,8 @@ def train(base_model: str, instances: pl.DataFrame, spec: TrainSpec, work_dir: P
 
     ``instances`` and ``propensity`` are what the method's family reads (:mod:`posbias.training.families`:
     listwise instances and ω (k × k) for the IPS methods; pointwise windows and the teacher's slot propensity
-    π (B,) for ``debiasfirst_pointwise``); its ``setup`` makes the examples and collator. Returns the loss curve (schema LOSS_CURVE). With LoRA the
+    π (B,) for ``debiasfirst_pointwise``); its ``setup`` makes the examples and collator. Returns the loss
+    curve (schema LOSS_CURVE). With LoRA the
     adapters are merged into the base weights before saving, so the result loads like any checkpoint.
     """
     from transformers import (
@@ -58,7 +59,7 @@ def train(base_model: str, instances: pl.DataFrame, spec: TrainSpec, work_dir: P
             r=spec.lora["r"], lora_alpha=spec.lora["alpha"], lora_dropout=spec.lora["dropout"],
             target_modules=spec.lora["target_modules"],
             task_type="CAUSAL_LM"))
-    setup = families.function(spec.family.setup)(tokenizer, instances, spec, propensity)
+    setup = registry.load(spec.family.setup)(tokenizer, instances, spec, propensity)
     args = TrainingArguments(
         output_dir=str(work_dir), per_device_train_batch_size=spec.batch_size,
         gradient_accumulation_steps=spec.grad_accum, learning_rate=spec.learning_rate,

@@ -15,7 +15,7 @@ import numpy as np
 import polars as pl
 import torch
 
-from posbias.training import families
+from posbias import registry
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +36,7 @@ def trainer_class():
             # (micro-batches of equal size weigh equally; the LM term is a token mean per micro-batch).
             self.model_accepts_loss_kwargs = False
             self.id_tokens, self.spec, self.propensity = id_tokens, spec, propensity
-            self.objective = families.function(spec.family.objective)
+            self.objective = registry.load(spec.family.objective)
             self._parts: dict[str, list[float]] = {}
             if hasattr(self.data_collator, "epoch"):
                 collator = self.data_collator
