@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from posbias import config, debias
-from posbias.debiasing import options, wrap
+from posbias.debias import options, wrap
 from posbias.models import build_tiny_causal_lm
 from posbias.rerank import Candidates, rerank
 from posbias.rerankers.first import FirstReranker

@@ -5,7 +5,7 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 
 from posbias import config as pbconfig
-from posbias import consumers, debiasing, methods, orders, paper, reproduction
+from posbias import consumers, debias, methods, orders, paper, reproduction
 from posbias.rerankers import modes
 from posbias.retrieval import kinds
 from posbias.training import families
@@ -31,9 +31,9 @@ except (ValueError, PosbiasError) as exc:
 GRID = pbconfig.grid(config)
 REPORT_LINE = ReportLine()  # the provenance line under each table and figure of `snakemake --report`
 SUMMARIES = pbconfig.summaries(config)
-DEBIAS_PATTERN = debiasing.PATTERN
-WINDOW_DEBIAS_PATTERN = debiasing.pattern("window")
-LIST_DEBIAS_PATTERN = debiasing.pattern("list")
+DEBIAS_PATTERN = debias.PATTERN
+WINDOW_DEBIAS_PATTERN = debias.pattern("window")
+LIST_DEBIAS_PATTERN = debias.pattern("list")
 ORDER_PATTERN = orders.PATTERN
 EXPERIMENTS = {pbconfig.experiment_key(e): e for e in config["reranking"]["experiments"]}
 DATASETS = list(config["datasets"])
@@ -226,7 +226,7 @@ READER = config["consumers"]["multidoc_qa"]["reader"]
 def list_debias_inputs(wildcards, suffix):
     """The reranked shuffled lists (debias none) a list-level method aggregates."""
     prefix = f"results/rerank/{wildcards.model}/{wildcards.dataset}/{wildcards.retriever}"
-    return [f"{prefix}/{order}/none.{suffix}" for order in debiasing.lists(wildcards.debias)]
+    return [f"{prefix}/{order}/none.{suffix}" for order in debias.lists(wildcards.debias)]
 
 
 def stability_orders(wildcards):
@@ -259,9 +259,9 @@ def stability_combine(wildcards):
     if wildcards.debias != "none":
         return {"family": family, "combine": None}
     if family == "pointwise":
-        return {"family": family, "combine": debiasing.AVERAGE_SCORES}
-    aggregate = debiasing.AGGREGATE_LISTS
-    return {"family": family, "combine": aggregate, **debiasing.options(config["reranking"], f"{aggregate}@1")}
+        return {"family": family, "combine": debias.AVERAGE_SCORES}
+    aggregate = debias.AGGREGATE_LISTS
+    return {"family": family, "combine": aggregate, **debias.options(config["reranking"], f"{aggregate}@1")}
 
 
 def reader_settings():

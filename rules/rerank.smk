@@ -68,7 +68,7 @@ rule rerank_order:
         + ") > {log:q} 2>&1"
 
 
-rule permsc_lists:
+rule combine_lists:
     input:
         runs=lambda w: list_debias_inputs(w, "parquet"),
         costs=lambda w: list_debias_inputs(w, "cost.parquet"),
@@ -90,9 +90,9 @@ rule permsc_lists:
         mem_mb=lambda w, attempt: 4000 * attempt,
         runtime=30,
     params:
-        settings=lambda w: debiasing.options(config["reranking"], w.debias),
+        settings=lambda w: debias.options(config["reranking"], w.debias),
     script:
-        "../workflow/scripts/permsc_lists.py"
+        "../workflow/scripts/combine_lists.py"
 
 
 rule rerank_summary:

@@ -4,7 +4,7 @@ import pytest
 import yaml
 
 from posbias import config as pbconfig
-from posbias import debiasing
+from posbias import debias
 from tests.conftest import REPO
 
 SCHEMA = yaml.safe_load((REPO / "config" / "schema.yaml").read_text())
@@ -194,7 +194,7 @@ def test_list_level_permsc_reads_the_shuffled_lists_and_writes_one_ranking():
     experiment = {"orders": ["original", "shuffled-0", "shuffled-1", "shuffled-2", "position-1"],
                   "debias": ["none", "permsc@3"]}
     assert pbconfig.orders_for({}, experiment, "permsc@3") == ["original"]
-    assert debiasing.lists("permsc@3") == ["shuffled-0", "shuffled-1", "shuffled-2"]
+    assert debias.lists("permsc@3") == ["shuffled-0", "shuffled-1", "shuffled-2"]
     assert pbconfig.orders_for({}, experiment, "none") == experiment["orders"]
 
 

@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from posbias import config, debiasing, prompts
+from posbias import config, debias, prompts
 from posbias.debias import capcal_scores
 from posbias.errors import PosbiasError
 from posbias.models import build_tiny_causal_lm
@@ -19,7 +19,7 @@ DEFAULTS = config.defaults("reranking")  # the schema's PermSC and CapCal settin
 
 
 def _wrap(base, name, reranking=DEFAULTS):
-    return debiasing.wrap(base, name, 0, debiasing.options(reranking, name))
+    return debias.wrap(base, name, 0, debias.options(reranking, name))
 WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau".split()
 
 
@@ -228,13 +228,13 @@ def test_capcal_placeholder_variants_change_the_content_free_prompt(tiny):
     times replaces every passage; a different placeholder gives a different prior."""
     reranking = {**DEFAULTS, "capcal": {**DEFAULTS["capcal"], "variants": {
         "na-30": {"placeholder": "N/A", "placeholder_length": 30}, "na-1": {"placeholder": "N/A", "placeholder_length": 1}}}}
-    assert debiasing.placeholder(debiasing.options(reranking, "capcal@na-30")) == " ".join(["N/A"] * 30)
-    assert debiasing.placeholder(debiasing.options(reranking, "capcal")) == ""
+    assert debias.placeholder(debias.options(reranking, "capcal@na-30")) == " ".join(["N/A"] * 30)
+    assert debias.placeholder(debias.options(reranking, "capcal")) == ""
     windows = _windows(2, 20)
     priors = {}
     for name in ("capcal", "capcal@na-1", "capcal@na-30"):
         wrapped = _wrap(FirstReranker(LMSpec(str(tiny))), name, reranking)
-        assert wrapped.placeholder == debiasing.placeholder(debiasing.options(reranking, name))
+        assert wrapped.placeholder == debias.placeholder(debias.options(reranking, name))
         priors[name] = wrapped.base.content_free_inputs(windows, wrapped.placeholder)[0][1]
     assert priors["capcal@na-1"] != priors["capcal@na-30"] != priors["capcal"]
 

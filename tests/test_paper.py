@@ -143,17 +143,17 @@ def _grid():
     metrics, summaries, curves, first_stage = [], [], [], []
     for i, (model, dataset, retriever) in enumerate(
             (m, d, r) for m in training for d in ("d1", "d2") for r in ("bm25", "splade")):
-        for debias in ("none", "capcal", "capcal@na-5") if model == "b" else ("none",):
-            base = 0.3 + 0.01 * i + (0.05 if debias.startswith("capcal") else 0.0)
+        for method in ("none", "capcal", "capcal@na-5") if model == "b" else ("none",):
+            base = 0.3 + 0.01 * i + (0.05 if method.startswith("capcal") else 0.0)
             orders = {"original": [base + 0.02 * q for q in range(8)],
                       "shuffled-0": [base - 0.1 + 0.01 * q for q in range(8)],
                       "shuffled-1": [base - 0.05 + 0.015 * q for q in range(8)]}
-            metrics.append(_metrics(model, orders, debias, dataset, retriever))
+            metrics.append(_metrics(model, orders, method, dataset, retriever))
             summaries.append(pl.DataFrame({"model": [model], "dataset": [dataset], "retriever": [retriever],
-                                           "debias": [debias], "ndcg10_original": [base],
+                                           "debias": [method], "ndcg10_original": [base],
                                            "ndcg10_shuffled_mean": [base - 0.07], "ndcg10_shuffled_sd": [0.02],
                                            "calls_per_query": [9.0], "seconds_per_query": [0.1]}))
-            curves.append(_curve(model, [base + 0.1, base, base - 0.1], debias).with_columns(
+            curves.append(_curve(model, [base + 0.1, base, base - 0.1], method).with_columns(
                 dataset=pl.lit(dataset), retriever=pl.lit(retriever)))
         first_stage.append(pl.DataFrame({"system": retriever, "dataset": dataset, "query_id": [f"q{q}" for q in range(8)],
                                          "measure": "nDCG@10", "value": 0.2}))
@@ -194,15 +194,15 @@ def test_capcal_table_has_a_row_per_variant_and_permsc_as_the_comparison():
     base = [0.4 + 0.01 * i for i in range(n)]
     parts, summaries = [], []
     for model, methods in (("m", ("none", "capcal", "capcal@na-50", "permsc@10")), ("other", ("none", "permsc@10"))):
-        for debias in methods:
-            lift = {"none": 0.0, "capcal": 0.1, "capcal@na-50": 0.0, "permsc@10": 0.2}[debias]
+        for method in methods:
+            lift = {"none": 0.0, "capcal": 0.1, "capcal@na-50": 0.0, "permsc@10": 0.2}[method]
             orders = {"original": [v + lift for v in base]}
-            if not debias.startswith("permsc"):
+            if not method.startswith("permsc"):
                 orders["shuffled-0"] = [v - 0.1 + lift for v in base]
-            parts.append(_metrics(model, orders, debias))
-            alpha = {"capcal": (0.6, 0.2, 0.25), "capcal@na-50": (1.0, 0.0, math.nan)}.get(debias, (math.nan,) * 3)
+            parts.append(_metrics(model, orders, method))
+            alpha = {"capcal": (0.6, 0.2, 0.25), "capcal@na-50": (1.0, 0.0, math.nan)}.get(method, (math.nan,) * 3)
             summaries.append(pl.DataFrame({"model": [model], "dataset": ["d"], "retriever": ["bm25"],
-                                           "debias": [debias], "calls_per_query": [9.0 * (10 if "permsc" in debias else 1)],
+                                           "debias": [method], "calls_per_query": [9.0 * (10 if "permsc" in method else 1)],
                                            "seconds_per_query": [0.1], "capcal_alpha_mean": [alpha[0]],
                                            "capcal_alpha_sd": [alpha[1]], "capcal_at_cap": [alpha[2]]}))
     table = paper.capcal(pl.concat(parts), pl.concat(summaries))

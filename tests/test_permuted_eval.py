@@ -3,7 +3,7 @@
 import polars as pl
 import pytest
 
-from posbias import config, debiasing, orders, permuted_eval
+from posbias import config, debias, orders, permuted_eval
 from posbias.data import synthetic
 from posbias.rerank import Candidates, rerank
 from posbias.rerankers.simulated import SimulatedReranker
@@ -29,7 +29,7 @@ def collection():
 def _wrap(base, name, **capcal):
     """``base`` with debiasing ``name`` in the schema's default settings, CapCal's overridden by ``capcal``."""
     rr = config.defaults("reranking")
-    return debiasing.wrap(base, name, 0, debiasing.options({**rr, "capcal": {**rr["capcal"], **capcal}}, name))
+    return debias.wrap(base, name, 0, debias.options({**rr, "capcal": {**rr["capcal"], **capcal}}, name))
 
 
 def _evaluate(coll, first, reranker, order_names):
@@ -145,32 +145,32 @@ def test_permsc_beats_a_single_shuffled_pass(collection):
 def test_list_level_permsc_aggregates_reranked_shuffles(collection):
     """The papers' PermSC: K reranked shuffled full lists, one central ranking; better than one shuffled
     pass, and its cost is the K passes."""
-    from posbias import permsc
+    from posbias.debias import list_level
 
     coll, first = collection
     sim = SimulatedReranker(_grades(coll), prior="linear", strength=1.5, noise=0.3, seed=1)
     shuffles = [f"shuffled-{s}" for s in range(6)]
     plain = _evaluate(coll, first, sim, shuffles)
-    central = permsc.aggregate_runs([plain[o] for o in shuffles], "kemeny")
+    central = list_level.aggregate_runs([plain[o] for o in shuffles], "kemeny")
 
     def mean_ndcg(reranked):
         return permuted_eval.condition_metrics(reranked, coll.qrels, ["nDCG@10"], "s", "d", "r")["value"].mean()
 
     assert mean_ndcg({"original": central}) > mean_ndcg(plain) + 0.02
-    one = permsc.aggregate_runs([plain["shuffled-0"]], "kemeny")
+    one = list_level.aggregate_runs([plain["shuffled-0"]], "kemeny")
     assert one.select("query_id", "doc_id", "rank").equals(plain["shuffled-0"].select("query_id", "doc_id", "rank"))
     # a majority of identical rankings wins: it agrees with the majority on every pair, so it is the
     # unique Kemeny optimum; every query keeps all its candidates
     majority = [plain["shuffled-0"], plain["shuffled-0"], plain["shuffled-1"]]
-    twice = permsc.aggregate_runs(majority, "kemeny")
+    twice = list_level.aggregate_runs(majority, "kemeny")
     assert plain["shuffled-0"]["doc_id"].to_list() != plain["shuffled-1"]["doc_id"].to_list()
     assert (twice.sort("query_id", "rank").select("query_id", "doc_id")
             .equals(plain["shuffled-0"].sort("query_id", "rank").select("query_id", "doc_id")))
-    borda = permsc.aggregate_runs(majority, "borda")
+    borda = list_level.aggregate_runs(majority, "borda")
     assert borda.group_by("query_id").len()["len"].to_list() == [20] * borda["query_id"].n_unique()
     cost = pl.DataFrame({"query_id": ["a", "b"], "windows": [1, 1], "calls": [1, 2], "prompt_tokens": [10, 20],
                          "seconds": [0.5, 1.0]})
-    assert permsc.summed_costs([cost] * 3)["calls"].to_list() == [3, 6]
+    assert list_level.summed_costs([cost] * 3)["calls"].to_list() == [3, 6]
 
 
 def test_local_kemenisation_is_close_to_the_exact_optimum():

@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 from transformers import AutoTokenizer
 
-from posbias import config, debiasing, plan, rerankers
+from posbias import config, debias, plan, rerankers
 from posbias.models import build_tiny_causal_lm
 from posbias.prompts import IDENTIFIERS
 from posbias.rerank import Candidates, rerank
@@ -47,9 +47,9 @@ def _spec(mode: str, **extra) -> dict:
     return {**config.model_defaults("causal_lm"), "kind": "causal_lm", "mode": mode, **extra}
 
 
-def _costs(spec: dict, path: Path, debias: str, lists, loaded=None) -> pl.DataFrame:
+def _costs(spec: dict, path: Path, method: str, lists, loaded=None) -> pl.DataFrame:
     base = rerankers.build(spec, str(path), {}, 0, "cpu", RERANKING["word_budget"], loaded=loaded)
-    reranker = debiasing.wrap(base, debias, 0, debiasing.options(RERANKING, debias))
+    reranker = debias.wrap(base, method, 0, debias.options(RERANKING, method))
     _, _, cost = rerank(reranker, lists, base.window or 20, 10, spec["batch_size"])
     return cost.select("query_id", "windows", "calls", "prompt_tokens")
 
@@ -90,7 +90,7 @@ def test_capcal_pays_for_its_prior_in_every_order(tiny):
     """The content-free prior is cached within an order and paid again after reset_stats, so an order's
     cost does not depend on which orders share its job."""
     base = rerankers.build(_spec("first"), str(tiny), {}, 0, "cpu", 300)
-    reranker = debiasing.wrap(base, "capcal", 0, debiasing.options(RERANKING, "capcal"))
+    reranker = debias.wrap(base, "capcal", 0, debias.options(RERANKING, "capcal"))
     lists = _lists(2, 20)
     first = rerank(reranker, lists, 20, 10, 8)[2].drop("seconds")
     base.reset_stats()

@@ -6,11 +6,11 @@ import numpy as np
 import polars as pl
 import pytest
 
-from posbias import config, debiasing, stability
+from posbias import config, debias, stability
 from posbias.models import build_tiny_causal_lm
 from posbias.permute import fisher_yates
 from posbias.rerankers import Window
-from posbias.rerankers.debiased import MarkerRenamed, RoundRobin
+from posbias.debias.wrappers import MarkerRenamed, RoundRobin
 from posbias.rerankers.grades import GradesScorer
 from posbias.rerankers.lm import LMSpec
 from posbias.rerankers.simulated import SimulatedGrader, SimulatedReranker
@@ -21,7 +21,7 @@ GRADES = {"q": {d: i % 4 for i, d in enumerate(DOCS)}}
 
 
 def _wrap(base, name):
-    return debiasing.wrap(base, name, 3, debiasing.options(config.defaults("reranking"), name))
+    return debias.wrap(base, name, 3, debias.options(config.defaults("reranking"), name))
 
 
 def _scores(reranker, docs):

@@ -216,12 +216,12 @@ def test_a_training_example_fits_the_context_with_its_whole_answer(tokenizers, d
     ("qwen3", "Qwen/Qwen3-4B", "grades", "letters", "none"),
 ])
 def test_the_plan_counts_a_preset_model_off_disk_with_its_familys_real_tokenizer(built, dl19, name, hf_id, mode,
-                                                                                style, debias):
+                                                                                style, method):
     """A preset's HF id that is not on disk is counted with the stand-in of its family: the same calls
     and tokens as counting with that tokenizer's folder on disk, marked an estimate and named. Before,
     the rule of thumb took "10" … "20" for one token each: sequential CapCal with numeric identifiers
     (capcal.yaml's ``*-numbers``) was planned without the extra forward pass a two-token number takes."""
-    from posbias import config, debiasing, plan
+    from posbias import config, method, plan
     from posbias.rerank import Candidates, rerank
 
     entry = {**config.model_defaults("causal_lm"), "kind": "causal_lm", "mode": mode, "identifiers": style}
@@ -230,7 +230,7 @@ def test_the_plan_counts_a_preset_model_off_disk_with_its_familys_real_tokenizer
     reranking = config.defaults("reranking")
 
     def cost(counting):
-        reranker = debiasing.wrap(counting.reranker, debias, 0, debiasing.options(reranking, debias))
+        reranker = debias.wrap(counting.reranker, method, 0, debias.options(reranking, method))
         return rerank(reranker, lists, 20, 10, 4)[2].select("windows", "calls", "prompt_tokens")
 
     standin = plan.counting_reranker(cfg, "hub", {}, 100, built[name].parent)
@@ -284,10 +284,10 @@ def test_a_generation_prompt_leaves_room_for_its_answer(built, dl19, name):
 def test_capcals_content_free_prompt_is_read_where_the_tokenizer_puts_the_identifiers(built, dl19, name):
     """CapCal's prior reads the same identifier paths after the content-free prompt (every passage the
     configured placeholder): each is what the tokenizer produces after that prompt's end too."""
-    from posbias import config, debiasing
+    from posbias import config, debias
 
     first = FirstReranker(LMSpec(str(built[name]), max_context=8192))
-    tok, placeholder = first.tokenizer, debiasing.placeholder(config.defaults("reranking")["capcal"])
+    tok, placeholder = first.tokenizer, debias.placeholder(config.defaults("reranking")["capcal"])
     empty = Window("", dl19.query, [""] * 20, [placeholder] * 20)
     text = prompts.render(tok, dl19.query, empty.texts, first.spec.word_budget, first.spec.max_context,
                           first.readout.prefix).text

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from posbias import config, debiasing, standins
+from posbias import config, debias, standins
 from posbias.engines import ENGINES
 from posbias.errors import PosbiasError
 from posbias.models import build_tiny_causal_lm
@@ -51,7 +51,7 @@ def _pair(cls, path: Path, shared: tuple, **settings):
 
 
 def _wrap(base, name: str):
-    return debiasing.wrap(base, name, 0, debiasing.options(RERANKING, name))
+    return debias.wrap(base, name, 0, debias.options(RERANKING, name))
 
 
 @pytest.fixture(scope="module")

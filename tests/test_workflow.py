@@ -204,7 +204,7 @@ def test_paper_preset_plans_the_whole_dag(workdir, preset_plans):
     assert _plan_jobs(preset_plans, "debiasfirst") == {k: counts[k] for k in ("rerank", "propensity_rerank", "train")}
     assert counts["train"] == 13  # every objective x augmentation cell (first among them) and the headline DebiasFirst
     assert counts["propensity_rerank"] == 1 and counts["augment"] == 3
-    assert counts["permsc_lists"] == 4 * 19  # PermSC@2 … @20 for First and DebiasFirst on DL19 and DL20
+    assert counts["combine_lists"] == 4 * 19  # PermSC@2 … @20 for First and DebiasFirst on DL19 and DL20
     assert counts["index"] == 3  # only the MS MARCO Contriever indexes: every other first stage is prebuilt
     assert counts["rerank_order"] > 400 and counts["rerank_tables"] == 1
     assert counts["rerank"] * 10 <= counts["rerank_order"]  # at least 10x fewer model loads than orders
@@ -215,7 +215,7 @@ def test_capcal_paper_preset_plans_the_whole_dag(workdir, preset_plans):
     counts = _planned(workdir, "capcal")
     assert _plan_jobs(preset_plans, "capcal") == {k: counts[k] for k in ("rerank", "train")}
     assert counts["train"] == 1  # the permutation-augmented fine-tuned model
-    assert counts["permsc_lists"] == 38  # PermSC@10, the comparison, on every decoding experiment
+    assert counts["combine_lists"] == 38  # PermSC@10, the comparison, on every decoding experiment
     # 44 experiments x 11 orders: 6 sweep the placeholder (free, constrained, capcal and 5 variants), 32 compare
     # (free, constrained, capcal), 6 read the first token (none, capcal)
     assert counts["rerank_order"] == 11 * (6 * 8 + 32 * 3 + 6 * 2)

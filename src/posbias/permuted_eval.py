@@ -115,7 +115,7 @@ def summarize(keys: dict[str, str], per_query: pl.DataFrame, reranked: dict[str,
 
 
 def capcal_alpha_summary(stats: list[dict]) -> dict[str, float]:
-    """CapCal's α over all calibration steps of the conditions (``posbias.rerankers.debiased.CapCalDebiased``
+    """CapCal's α over all calibration steps of the conditions (``posbias.debias.wrappers.CapCalDebiased``
     counts them): mean, sd, and the share of adaptive steps at the cap α_max; NaN without CapCal (or,
     for the share, with a fixed α)."""
     total = {key: sum(s.get(key, 0) for s in stats) for key in CAPCAL_COUNTERS}

@@ -19,7 +19,7 @@ import polars as pl
 import pyarrow as pa
 from tqdm import tqdm
 
-from posbias import config, debiasing, orders, schemas
+from posbias import config, debias, orders, schemas
 from posbias.data.collection import passage_texts
 from posbias.errors import PosbiasError
 from posbias.rerankers import Reranker, Window
@@ -225,9 +225,9 @@ def window_of(base: Reranker, settings: dict) -> int:
     return settings.get("grade_window") or base.window or settings["window"]
 
 
-def rerank_order(base: Reranker, order_name: str, debias: str, settings: dict, seed: int, data: Experiment,
+def rerank_order(base: Reranker, order_name: str, method: str, settings: dict, seed: int, data: Experiment,
                  batch_size: int) -> tuple[Presentation, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    """One evaluation order of one experiment: present the candidates, wrap ``base`` in ``debias`` and
+    """One evaluation order of one experiment: present the candidates, wrap ``base`` in debias ``method`` and
     rerank; returns (presentation, run, window log, cost). ``settings`` is the job's
     :func:`posbias.config.rerank_settings`. The ``rerank`` job and the compute plan (:mod:`posbias.plan`)
     both call this, so the plan counts exactly the windows the job reranks.
@@ -242,7 +242,7 @@ def rerank_order(base: Reranker, order_name: str, debias: str, settings: dict, s
                            f"that high in its top {settings['position_k']} (the qrels' highest grade is {best}), so "
                            f"{order} has nothing to move; lower reranking.relevant_grade")
     base.reset_stats()  # the counters in each order's stats are that order's
-    reranker = debiasing.wrap(base, debias, seed, settings["debias"])
+    reranker = debias.wrap(base, method, seed, settings["debias"])
     run, window_log, cost = rerank(reranker, shown.lists, window_of(base, settings), settings["step"], batch_size)
     return shown, run, window_log, cost
 

@@ -35,7 +35,7 @@ import polars as pl
 import pyarrow as pa
 
 from posbias import metrics, schemas
-from posbias.debiasing import AGGREGATE_LISTS, AVERAGE_SCORES
+from posbias.debias import AGGREGATE_LISTS, AVERAGE_SCORES
 from posbias.runs import canonical
 
 
@@ -68,9 +68,9 @@ def bsc_presentations(shuffled: list[dict[str, dict[str, float]]], k: int,
 def permsc_presentations(shuffled_runs: list[pl.DataFrame], k: int, aggregation: str,
                          limit: int | None = None) -> list[dict[str, dict[str, float]]]:
     """PermSC@K's presentations: each disjoint group of ``k`` consecutive reranked shuffled lists
-    aggregated into one central ranking (:func:`posbias.permsc.aggregate_runs`, rank-derived scores);
+    aggregated into one central ranking (:func:`posbias.debias.list_level.aggregate_runs`, rank-derived scores);
     at most ``limit`` groups."""
-    from posbias.permsc import aggregate_runs
+    from posbias.debias.list_level import aggregate_runs
 
     groups = len(shuffled_runs) // k
     return [scores_by_query(aggregate_runs(shuffled_runs[g * k:(g + 1) * k], aggregation))

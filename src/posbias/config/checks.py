@@ -8,7 +8,7 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
-from posbias import consumers, debiasing, engines, orders
+from posbias import consumers, debias, engines, orders
 from posbias.config.expansion import expand_bases, expand_seeds, register_trained_models
 from posbias.config.experiments import (
     IMPORTED_PREFIX,
@@ -183,23 +183,23 @@ def check_experiments(config: dict) -> None:
         for key in ("debias", "position_debias"):
             for name in e.get(key, []):
                 try:
-                    spec = debiasing.parse(name)
-                    debiasing.options(config["reranking"], name)  # e.g. a variant that is not defined
+                    spec = debias.parse(name)
+                    debias.options(config["reranking"], name)  # e.g. a variant that is not defined
                 except ValueError as exc:
                     raise ValueError(f"config: {where}.{key}: {exc}") from None
-                if family not in debiasing.METHODS[spec.method].families:
-                    fits = ", ".join(n for n, m in debiasing.METHODS.items() if family in m.families)
+                if family not in debias.METHODS[spec.method].families:
+                    fits = ", ".join(n for n, m in debias.METHODS.items() if family in m.families)
                     raise ValueError(f"config: {where}.{key}: {name} does not apply to {e['model']!r}, a {family} "
                                      f"scorer (a pointwise scorer's BSC@K comes from its shuffled orders in the "
                                      f"stability stage); use one of {fits}")
                 if spec.level == "list":
-                    missing = [o for o in debiasing.lists(name) if o not in orders_of(config, e)]
+                    missing = [o for o in debias.lists(name) if o not in orders_of(config, e)]
                     if key == "position_debias":
                         raise ValueError(f"config: {where}.position_debias: {name} aggregates whole shuffled lists "
                                          "and has no position orders; list it under `debias`")
                     if missing or "none" not in e.get("debias", ["none"]):
                         raise ValueError(f"config: {where}.debias: {name} aggregates the reranked lists of "
-                                         f"{', '.join(debiasing.lists(name))} (debias none); "
+                                         f"{', '.join(debias.lists(name))} (debias none); "
                                          + (f"add {', '.join(missing)} to the orders" if missing
                                             else "add none to debias"))
         for name in e.get("orders", []):

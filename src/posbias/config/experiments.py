@@ -4,7 +4,7 @@ the consumers and the silver-label stage, and the targets the report rules build
 
 from __future__ import annotations
 
-from posbias import consumers, debiasing, methods, orders
+from posbias import consumers, debias, methods, orders
 from posbias.rerankers import modes
 
 IMPORTED_PREFIX = "imported:"
@@ -44,12 +44,12 @@ def experiment_key(experiment: dict) -> tuple[str, str, str]:
     return experiment["model"], experiment["dataset"], experiment["retriever"]
 
 
-def orders_for(config: dict, experiment: dict, debias: str) -> list[str]:
+def orders_for(config: dict, experiment: dict, method: str) -> list[str]:
     """The orders a debiasing method runs on: original and shuffled, plus positions if in ``position_debias``;
     a list-level method (PermSC over K reranked shuffles) has one result, written as ``original``."""
-    if debiasing.parse(debias).level == "list":
+    if debias.parse(method).level == "list":
         return [orders.ORIGINAL]
-    with_positions = debias in experiment.get("position_debias", ["none"])
+    with_positions = method in experiment.get("position_debias", ["none"])
     return [o for o in orders_of(config, experiment) if with_positions or not orders.is_kind(o, "position")]
 
 
@@ -117,7 +117,7 @@ def rerank_batches(config: dict) -> dict[tuple[str, str, str, str, str], list[st
     size = config["reranking"]["orders_per_job"]
     grouped: dict[tuple[str, str, str, str, str], list[str]] = {}
     for m, d, r, order, b in rerank_grid(config):
-        if debiasing.parse(b).level == "window":
+        if debias.parse(b).level == "window":
             kind = "position" if orders.parse(order).kind == "position" else "list"
             grouped.setdefault((m, d, r, b, kind), []).append(order)
     return {(*key[:4], f"{key[4]}-{i // size}"): names[i:i + size]
@@ -169,7 +169,7 @@ def stability_targets(config: dict) -> list[tuple[str, str, str, str]]:
         if sum(orders.is_kind(o, "shuffled") for o in orders_of(config, e)) < 2:
             continue  # stability needs two presentations
         out += [(*experiment_key(e), d) for d in dict.fromkeys(e.get("debias", ["none"]))
-                if debiasing.parse(d).level != "list"]
+                if debias.parse(d).level != "list"]
     return list(dict.fromkeys(out))
 
 

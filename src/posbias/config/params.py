@@ -4,12 +4,12 @@ depends on it.
 
 from __future__ import annotations
 
-from posbias import debiasing, methods, orders
+from posbias import debias, methods, orders
 from posbias.config.experiments import consumer_window, find_experiment, is_pointwise, orders_for, variant_of
 from posbias.config.schema_defaults import model_defaults
 
 
-def rerank_settings(config: dict, model: str, dataset: str, retriever: str, debias: str, part: str) -> dict:
+def rerank_settings(config: dict, model: str, dataset: str, retriever: str, method: str, part: str) -> dict:
     """What one ``rerank`` job (a batch of orders, :func:`rerank_batches`) reads from the config, and
     nothing else: its experiment's depth and query limit, the window and step, the position protocol's
     keys for a batch of position orders, the word budget for a model that reads passage text, and its
@@ -18,7 +18,7 @@ def rerank_settings(config: dict, model: str, dataset: str, retriever: str, debi
     rr = config["reranking"]
     experiment = find_experiment(config, model, dataset, retriever)
     out = {"depth": experiment.get("depth", rr["depth"]), "queries": experiment.get("queries"),
-           "window": rr["window"], "step": rr["step"], "debias": debiasing.options(rr, debias)}
+           "window": rr["window"], "step": rr["step"], "debias": debias.options(rr, method)}
     if part.startswith(orders.prefix("position")):
         out |= {"relevant_grade": rr["relevant_grade"], "position_k": rr["position_k"]}
     if config["models"][model]["kind"] == "causal_lm":

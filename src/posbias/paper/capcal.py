@@ -6,7 +6,7 @@ import math
 
 import polars as pl
 
-from posbias import debiasing, orders
+from posbias import debias, orders
 from posbias.paper.seeds import per_query
 from posbias.paper.stats import ALPHA, holm, paired_pvalue
 from posbias.paper.writers import Table, fmt, fmt_sd
@@ -23,8 +23,8 @@ def capcal(metrics: pl.DataFrame, summaries: pl.DataFrame) -> Table:
     q = per_query(metrics)
     rows = []
     for (model, dataset, retriever), group in q.group_by("model", "dataset", "retriever", maintain_order=True):
-        methods = sorted(d for d in group["debias"].unique() if debiasing.parse(d).method in COMPARED)
-        if "none" not in set(group["debias"]) or not any(debiasing.parse(d).method == "capcal" for d in methods):
+        methods = sorted(d for d in group["debias"].unique() if debias.parse(d).method in COMPARED)
+        if "none" not in set(group["debias"]) or not any(debias.parse(d).method == "capcal" for d in methods):
             continue
         orig = group.filter(pl.col("order") == orders.ORIGINAL).pivot(on="debias", index="query_id", values="value")
         shuf = (group.filter(pl.col("order").str.starts_with(orders.prefix("shuffled")))
@@ -57,7 +57,7 @@ def capcal(metrics: pl.DataFrame, summaries: pl.DataFrame) -> Table:
         "s/query": f"{fmt(r['seconds_per_query'], 3)} → {fmt(r['seconds_per_query_method'], 3)}",
         "α": fmt_sd(r["capcal_alpha_mean"], r["capcal_alpha_sd"], 3), "α at cap": fmt(r["capcal_at_cap"], 3),
     } for r in data.iter_rows(named=True)]) if data.height else pl.DataFrame({"model": []})
-    labels = "; ".join(f"{m}: {debiasing.parse(m).label}" for m in sorted(set(data["method"]))) if data.height else ""
+    labels = "; ".join(f"{m}: {debias.parse(m).label}" for m in sorted(set(data["method"]))) if data.height else ""
     notes = ("nDCG@10 without and with CapCal (content-agnostic calibration) in each configured variant (placeholder, its length, α), and "
              "PermSC@K where the experiment runs it (the papers' comparison; PermSC aggregates whole reranked "
              f"lists, so it has no shuffled column). {labels}. † differs from the uncalibrated original-order run at "

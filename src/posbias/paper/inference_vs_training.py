@@ -6,16 +6,16 @@ from pathlib import Path
 
 import polars as pl
 
-from posbias import debiasing, orders
+from posbias import debias, orders
 from posbias.paper.seeds import per_query, with_variants
 from posbias.paper.writers import integer_x, pyplot, save_figure
 
 PERMSC = ("permsc", "permsc-window")  # the list-level (the papers') and the per-window variant
 
 
-def _family_k(debias: str) -> tuple[str | None, int | None]:
-    """(PermSC variant, K) of a debias value; plain reranking is K = 1 of every variant."""
-    spec = debiasing.parse(debias)
+def _family_k(method: str) -> tuple[str | None, int | None]:
+    """(PermSC variant, K) of a method value; plain reranking is K = 1 of every variant."""
+    spec = debias.parse(method)
     if spec.method == "none":
         return None, 1
     return (spec.method, spec.k) if spec.method in PERMSC else (None, None)

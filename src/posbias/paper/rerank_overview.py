@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import polars as pl
 
-from posbias import debiasing
+from posbias import debias
 from posbias.paper.writers import Table, fmt
 
 
 def rerank_table(summary: pl.DataFrame, window: int, step: int) -> Table:
     """Per experiment and debiasing method: quality (nDCG@10 original and shuffled), stability
     (τ-PSI, position-curve ends and spread) and cost (model calls, prompt tokens, seconds per query)."""
-    registered = list(debiasing.METHODS)
+    registered = list(debias.METHODS)
     rows = sorted(summary.iter_rows(named=True), key=lambda r: (
-        r["dataset"], r["model"], registered.index(debiasing.parse(r["debias"]).method), r["debias"]))
+        r["dataset"], r["model"], registered.index(debias.parse(r["debias"]).method), r["debias"]))
     view = pl.DataFrame([{
         "model": r["model"], "dataset": r["dataset"], "retriever": r["retriever"], "debias": r["debias"],
         "queries": str(r["queries"]), "nDCG@10 original": fmt(r["ndcg10_original"]),
@@ -24,7 +24,7 @@ def rerank_table(summary: pl.DataFrame, window: int, step: int) -> Table:
         "tokens/query": fmt(r["prompt_tokens_per_query"], 0), "s/query": fmt(r["seconds_per_query"], 3),
         "parse failures": str(r["parse_failures"]),
     } for r in rows]) if rows else pl.DataFrame({"model": []})
-    methods = "; ".join(f"{d}: {debiasing.parse(d).label}" for d in dict.fromkeys(r["debias"] for r in rows))
+    methods = "; ".join(f"{d}: {debias.parse(d).label}" for d in dict.fromkeys(r["debias"] for r in rows))
     notes = (f"Window {window}, step {step}. Shuffled: mean ± sd over the M shuffle seeds. τ-PSI: mean over "
              "queries of (1 − mean pairwise Kendall τ)/2 across the shuffled orders. Curve: nDCG@10 of the "
              "relevant passage moved to input position p (first, last, max − min). "

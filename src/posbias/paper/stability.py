@@ -7,7 +7,7 @@ import math
 
 import polars as pl
 
-from posbias.debiasing import AGGREGATE_LISTS, AVERAGE_SCORES
+from posbias.debias import AGGREGATE_LISTS, AVERAGE_SCORES
 from posbias.paper.stats import ALPHA, holm, mean_sd, paired_pvalue
 from posbias.paper.writers import Table, fmt, fmt_sd
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import polars as pl
 
 from posbias import config as pbconfig
-from posbias import debiasing, methods, schemas, silver
+from posbias import debias, methods, schemas, silver
 from posbias.plan.counting import FAMILIES
 
 
@@ -95,10 +95,10 @@ def cost_files(config: dict) -> list[tuple[dict, str]]:
     """(plan keys, path) of every cost file a run writes for a planned job order: each window-level
     rerank order, the propensity reranking, the silver labels of a model teacher and each pool design."""
     out = []
-    for m, d, r, order, debias in pbconfig.rerank_grid(config):
-        if debiasing.parse(debias).level == "window":
-            out.append(({"family": "rerank", "model": m, "dataset": d, "retriever": r, "debias": debias,
-                         "order": order}, f"results/rerank/{m}/{d}/{r}/{order}/{debias}.cost.parquet"))
+    for m, d, r, order, method in pbconfig.rerank_grid(config):
+        if debias.parse(method).level == "window":
+            out.append(({"family": "rerank", "model": m, "dataset": d, "retriever": r, "debias": method,
+                         "order": order}, f"results/rerank/{m}/{d}/{r}/{order}/{method}.cost.parquet"))
     prop = config.get("propensity", {})
     if prop.get("model"):
         out.append(({"family": "propensity_rerank", "model": prop["model"], "dataset": prop["dataset"],

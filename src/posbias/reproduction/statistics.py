@@ -21,7 +21,7 @@ import numpy as np
 import polars as pl
 
 from posbias import config as pbconfig
-from posbias import debiasing, orders
+from posbias import debias, orders
 from posbias.paper.pool_figures import pool_summary
 from posbias.paper.stats import ALPHA, holm, mean_sd, paired_pvalue
 
@@ -71,10 +71,10 @@ def _files(source: str, debias_default: str | None = "none") -> Callable[[dict, 
     return files
 
 
-def _list_level(debias: str) -> bool:
-    """Whether a debias value aggregates K reranked lists into one (PermSC over the shuffles)."""
+def _list_level(method: str) -> bool:
+    """Whether a method value aggregates K reranked lists into one (PermSC over the shuffles)."""
     try:
-        return debiasing.parse(debias).level == "list"
+        return debias.parse(method).level == "list"
     except ValueError:
         return False
 
@@ -285,9 +285,9 @@ def permsc_peak(frame: pl.DataFrame, bound: dict) -> Measured:
     values, ks = [], []
     for model in bound["models"]:
         by_k = {1: system_value(frame, model, cell, "none", "shuffled", bound["measure"])}
-        for debias in _rows(frame, model, cell)["debias"].unique().to_list():
-            if _list_level(debias):
-                by_k[debiasing.parse(debias).k] = system_value(frame, model, cell, debias, orders.ORIGINAL, bound["measure"])
+        for method in _rows(frame, model, cell)["debias"].unique().to_list():
+            if _list_level(method):
+                by_k[debias.parse(method).k] = system_value(frame, model, cell, method, orders.ORIGINAL, bound["measure"])
         if len(by_k) < 2:
             raise NotRun(f"{model} has no list-level PermSC@K on {cell[0]}")
         ks = sorted(by_k)

@@ -4,7 +4,7 @@
 - :mod:`~posbias.rerankers.first`: a causal LM read as FIRST does, one forward pass per window.
 - :mod:`~posbias.rerankers.generation`: a causal LM that generates ``[B] > [A] > …`` (RankZephyr-style).
 - :mod:`~posbias.rerankers.grades`: a causal LM read as the batched pointwise "Grades:" scorer (OC-SFT).
-- :mod:`~posbias.rerankers.debiased`: PermSC, BSC and CapCal around any of them (:mod:`posbias.debiasing`).
+- :mod:`~posbias.debias.wrappers`: PermSC, BSC and CapCal around any of them (:mod:`posbias.debias`).
 
 To add a reranker mode: subclass :class:`Reranker` in a module here (declaring its capabilities and
 ``from_config``), add its :class:`~posbias.rerankers.modes.RerankerMode` line to

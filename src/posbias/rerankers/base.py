@@ -9,7 +9,7 @@ scores where it has them). Its capabilities are declared, not probed:
 - ``window``: the passages per window it wants (None: the experiment's ``reranking.window``).
 - ``windowing``: how a pointwise scorer's list is cut into windows, a key of
   :data:`posbias.rerank.WINDOWINGS`: ``"contiguous"`` slices, or ``"round_robin"`` (passage i in
-  window i mod W; :class:`posbias.rerankers.debiased.RoundRobinWindowing`).
+  window i mod W; :class:`posbias.debias.wrappers.RoundRobinWindowing`).
 - ``decodes``: it generates its answer token by token, so its model calls per window depend on what
   the model writes (the compute plan counts them as estimates).
 - ``priors``: the content-free priors it gives (what calibration such as CapCal needs of the model's
@@ -35,7 +35,7 @@ class Window:
     """One window of one query, in input order.
 
     ``markers``: the numbers a pointwise Grades prompt labels its slots with, in slot order (None:
-    ``1 … n``); marker renaming (:mod:`posbias.rerankers.debiased`) sets them, models without such a
+    ``1 … n``); marker renaming (:mod:`posbias.debias.wrappers`) sets them, models without such a
     prompt (listwise, simulated) ignore them.
     """
 

@@ -4,7 +4,7 @@ An entry carries the mode's behaviour, so no code tests a mode's name:
 
 - ``family``: ``listwise`` (the model orders a window; the driver slides windows) or ``pointwise`` (a score
   per passage; the driver cuts contiguous windows and sorts by score). Config checks match training methods
-  and debiasing methods to it (:mod:`posbias.methods`, :mod:`posbias.debiasing`).
+  and debiasing methods to it (:mod:`posbias.methods`, :mod:`posbias.debias`).
 - ``decodes``: a language model in this mode generates its answer token by token: its calls are decoding
   steps (priced per step by the compute plan), as many as the model writes.
 - ``classes``: by model kind (``causal_lm``, ``simulated``), the :class:`~posbias.rerankers.base.Reranker`

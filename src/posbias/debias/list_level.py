@@ -1,8 +1,8 @@
-"""PermSC as the papers define it: aggregate the reranked full lists of K seeded shuffles.
+"""The list-level debias methods' combine steps. PermSC as the papers define it: aggregate the reranked full lists of K seeded shuffles.
 
 Each of K seeded shuffles of a query's first-stage candidates is reranked with the sliding window
 (the experiment's ``shuffled-0`` … ``shuffled-(K−1)`` runs of debias ``none``), and the K rankings
-are aggregated into one central ranking (:func:`posbias.debias.aggregate`: Kemeny-optimal where
+are aggregated into one central ranking (:func:`posbias.debias.maths.aggregate`: Kemeny-optimal where
 exact is tractable, local Kemenisation from Borda beyond). Aggregation adds no model call; the cost
 of PermSC@K is the K reranking passes it aggregates. Because it starts from random shuffles, the
 result does not depend on the first-stage order: the workflow writes it as the ``original`` order.
@@ -13,7 +13,7 @@ from __future__ import annotations
 import polars as pl
 from tqdm import tqdm
 
-from posbias import debias
+from posbias.debias import maths
 from posbias.runs import strictly_decreasing
 
 
@@ -34,7 +34,7 @@ def aggregate_runs(runs: list[pl.DataFrame], aggregation: str) -> pl.DataFrame:
         if any(sorted(r) != sorted(rankings[0]) for r in rankings):
             raise ValueError(f"query {qid}: the reranked shuffles rank different documents; PermSC aggregates "
                              "rankings of the same candidates (same depth for every order)")
-        central = rankings[0] if len(rankings) == 1 else debias.aggregate(rankings, aggregation)
+        central = rankings[0] if len(rankings) == 1 else maths.aggregate(rankings, aggregation)
         rows += [(qid, doc, r + 1, float(len(central) - r)) for r, doc in enumerate(central)]
     run = pl.DataFrame(rows, schema={"query_id": pl.String, "doc_id": pl.String, "rank": pl.Int32,
                                      "score": pl.Float64}, orient="row")

@@ -143,7 +143,7 @@ def local_search(ranking: Sequence[str], rankings: Sequence[Sequence[str]]) -> l
     return [items[i] for i in order]
 
 
-# The counters CapCal keeps per order (posbias.rerankers.debiased.CapCalDebiased) and the rerank summary
+# The counters CapCal keeps per order (posbias.debias.wrappers.CapCalDebiased) and the rerank summary
 # reads (posbias.permuted_eval.capcal_alpha_summary).
 CAPCAL_COUNTERS = ("capcal_steps", "capcal_adaptive_steps", "capcal_at_cap", "capcal_alpha_sum", "capcal_alpha_sq_sum")
 

@@ -1,4 +1,4 @@
-"""Inference-time debiasing methods: the one registry behind the ``debias`` wildcard.
+"""The registry of inference-time debiasing methods, the one behind the ``debias`` wildcard.
 
 A ``debias`` value is a method name, with ``@K`` for the methods that take a number of views
 (``none``, ``capcal``, ``permsc@K``, ``permsc-window@K``, ``bsc@K``, and the prompt-side alternatives
@@ -14,12 +14,12 @@ Two levels:
   PermSC per window); the ``rerank`` job runs it on every order of the experiment.
 - ``list``: the method combines whole reranked lists the experiment already has (PermSC as the
   papers define it: the K reranked lists of ``shuffled-0`` … ``shuffled-(K−1)`` aggregated into one
-  central ranking, :mod:`posbias.permsc`). Its entry names the orders it reads (``lists``) and its
-  combine step (``combine``); the ``permsc_lists`` job calls :func:`combine`, makes no model call and
+  central ranking, :mod:`posbias.debias.list_level`). Its entry names the orders it reads (``lists``) and its
+  combine step (``combine``); the ``combine_lists`` job calls :func:`combine`, makes no model call and
   writes the result as the ``original`` order, its cost the reranking passes it combines.
 
 To add a method: write its wrapper (a :class:`posbias.rerankers.Reranker` around the base
-reranker, e.g. in :mod:`posbias.rerankers.debiased`) or, for a list-level method, its combine
+reranker, in :mod:`posbias.debias.wrappers`) or, for a list-level method, its combine
 function, and register a :class:`DebiasMethod` here.
 """
 
@@ -30,6 +30,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from posbias import orders, registry
+
+WRAPPERS = "posbias.debias.wrappers"  # the window-level wrappers, imported when a job wraps a reranker
 
 
 @dataclass(frozen=True)
@@ -65,15 +67,13 @@ def _shuffled_lists(spec: DebiasSpec) -> list[str]:
     return [orders.shuffled(s) for s in range(spec.k)]
 
 
-def _views(views: str, average_scores: bool | None) -> Callable:
-    """Build the wrapper of :data:`posbias.rerankers.debiased.VIEWS` that takes K ``views`` of each window
-    and combines them: scores averaged (``average_scores``; None: when the base is pointwise) or
-    rankings aggregated."""
+def _views(wrapper: str, average_scores: bool | None) -> Callable:
+    """Build ``wrapper`` (a view-combining class of :mod:`posbias.debias.wrappers`, ``"module:Class"``),
+    which takes K views of each window and combines them: scores averaged (``average_scores``; None: when
+    the base is pointwise) or rankings aggregated."""
     def build(base, spec, seed, settings):
-        from posbias.rerankers.debiased import VIEWS
-
         average = base.pointwise if average_scores is None else average_scores
-        return VIEWS[views](base, spec.k, seed, settings["aggregation"], average)
+        return registry.load(wrapper)(base, spec.k, seed, settings["aggregation"], average)
 
     return build
 
@@ -99,15 +99,12 @@ def placeholder(settings: dict) -> str:
 
 
 def _round_robin_windows(base, spec, seed, settings):
-    from posbias.rerankers.debiased import RoundRobinWindowing
-
-    return RoundRobinWindowing(base)
+    return registry.load(f"{WRAPPERS}:RoundRobinWindowing")(base)
 
 
 def _capcal(base, spec, seed, settings):
-    from posbias.rerankers.debiased import CapCalDebiased
-
-    return CapCalDebiased(base, settings["alpha"], settings["c"], settings["alpha_max"], placeholder(settings))
+    return registry.load(f"{WRAPPERS}:CapCalDebiased")(base, settings["alpha"], settings["c"], settings["alpha_max"],
+                                                         placeholder(settings))
 
 
 METHODS: dict[str, DebiasMethod] = {m.name: m for m in (
@@ -115,16 +112,16 @@ METHODS: dict[str, DebiasMethod] = {m.name: m for m in (
     DebiasMethod("capcal", False, "CapCal (content-agnostic calibration){variant}", _capcal, takes_variant=True,
                  settings=_capcal_settings),
     DebiasMethod("permsc", True, "PermSC@{k} (the {k} reranked shuffled lists aggregated)", None, level="list",
-                 settings=_aggregation, lists=_shuffled_lists, combine="posbias.permsc:aggregate_runs"),
+                 settings=_aggregation, lists=_shuffled_lists, combine="posbias.debias.list_level:aggregate_runs"),
     DebiasMethod("permsc-window", True, "PermSC-window@{k} ({k} shuffles of each window aggregated)",
-                 _views("shuffles", average_scores=False), settings=_aggregation),
+                 _views(f"{WRAPPERS}:PermutationDebiased", average_scores=False), settings=_aggregation),
     DebiasMethod("bsc", True, "BSC@{k} (scores averaged over {k} shuffles)",
-                 _views("shuffles", average_scores=True), settings=_aggregation),
+                 _views(f"{WRAPPERS}:PermutationDebiased", average_scores=True), settings=_aggregation),
     DebiasMethod("roundrobin", True, "slot rotation ×{k} ({k} rotations of each window combined)",
-                 _views("rotations", average_scores=None), settings=_aggregation,
+                 _views(f"{WRAPPERS}:RoundRobin", average_scores=None), settings=_aggregation,
                  families=frozenset({"listwise", "pointwise"})),
     DebiasMethod("rename", True, "rename@{k} ({k} relabellings of each window's markers, scores averaged)",
-                 _views("relabellings", average_scores=True), settings=_aggregation,
+                 _views(f"{WRAPPERS}:MarkerRenamed", average_scores=True), settings=_aggregation,
                  families=frozenset({"pointwise"})),
     DebiasMethod("roundrobin-windows", False, "round-robin windowing (passage i of the list in window i mod W)",
                  _round_robin_windows, families=frozenset({"pointwise"})),
@@ -215,6 +212,6 @@ def wrap(base, name: str, seed: int, settings: dict):
     from :func:`options`."""
     spec = parse(name)
     if spec.level != "window":
-        raise ValueError(f"debias {name!r} combines reranked lists (posbias.permsc); it does not wrap a reranker")
+        raise ValueError(f"debias {name!r} combines reranked lists (posbias.debias.list_level); it does not wrap a reranker")
     build = METHODS[spec.method].build
     return base if build is None else build(base, spec, seed, settings)

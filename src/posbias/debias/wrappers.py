@@ -1,11 +1,11 @@
 """Inference-time debiasing around any reranker: PermSC, BSC, round-robin windowing, marker renaming
-and CapCal (registered in :mod:`posbias.debiasing`, which parses the ``debias`` wildcard and builds
+and CapCal (registered in :mod:`posbias.debias.catalog`, which parses the ``debias`` wildcard and builds
 these wrappers).
 
 - ``permsc-window@K``: rerank K seeded shuffles of each *window* and aggregate the K rankings
-  (:func:`posbias.debias.aggregate`: Kemeny-optimal by default; Borda or RRF as cheaper choices).
+  (:func:`posbias.debias.maths.aggregate`: Kemeny-optimal by default; Borda or RRF as cheaper choices).
   The papers' PermSC aggregates K reranked *full lists* instead: ``permsc@K``,
-  :mod:`posbias.permsc`, which needs no wrapper.
+  :mod:`posbias.debias.list_level`, which needs no wrapper.
 - ``bsc@K``: the mean of each passage's score over K seeded shuffles, sorted (score-producing
   models); Borda over the K rankings for generation models.
 - ``roundrobin@R``: slot rotation, a prompt-side alternative: R cyclic rotations of each window,
@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from posbias import debias
+from posbias.debias import maths
 from posbias.permute import derive_seed, fisher_yates
 from posbias.rerankers.base import Reranker, Window, WindowResult, by_score
 
@@ -74,11 +74,11 @@ class PermutationDebiased(_Wrapper):
                 for view, res in zip(mine_views, mine):
                     for d, s in zip(view.doc_ids, res.scores):
                         per_doc[d].append(s)
-                ranking = debias.bsc(per_doc)
+                ranking = maths.bsc(per_doc)
                 scores = [float(np.mean(per_doc[d])) for d in window.doc_ids]
             else:
                 rankings = [[view.doc_ids[i] for i in res.order] for view, res in zip(mine_views, mine)]
-                ranking = debias.borda(rankings) if self.average_scores else debias.aggregate(rankings, self.aggregation)
+                ranking = maths.borda(rankings) if self.average_scores else maths.aggregate(rankings, self.aggregation)
                 scores = None
             cost = {key: sum(r.stats.get(key, 0) for r in mine) for key in ("calls", "prompt_tokens")}
             out.append(WindowResult(order=[index[d] for d in ranking], scores=scores, stats=cost))
@@ -137,10 +137,6 @@ class MarkerRenamed(PermutationDebiased):
                 for j in range(self.k)]
 
 
-# The view-combining wrappers by the views they take of each window (``posbias.debiasing`` builds them).
-VIEWS = {"shuffles": PermutationDebiased, "rotations": RoundRobin, "relabellings": MarkerRenamed}
-
-
 class CapCalDebiased(_Wrapper):
     """CapCal with a fixed α or the entropy-adaptive one (α=None), on the content-free priors the base
     gives (:attr:`Reranker.priors`: per window, or per decoding step).
@@ -156,20 +152,20 @@ class CapCalDebiased(_Wrapper):
                              "which CapCal calibrates against")
         super().__init__(base)
         self.placeholder, self.alpha, self.c, self.alpha_max = placeholder, alpha, c, alpha_max
-        for key in debias.CAPCAL_COUNTERS:
+        for key in maths.CAPCAL_COUNTERS:
             self.stats.setdefault(key, 0)
 
     def calibrate(self, p_real, p_empty) -> list[float]:
         """The calibrated scores of one step, its α counted."""
         alpha = self.alpha
         if alpha is None:
-            alpha = debias.capcal_alpha(p_real, self.c, self.alpha_max)
+            alpha = maths.capcal_alpha(p_real, self.c, self.alpha_max)
             self.stats["capcal_adaptive_steps"] += 1
             self.stats["capcal_at_cap"] += int(alpha >= self.alpha_max)
         self.stats["capcal_steps"] += 1
         self.stats["capcal_alpha_sum"] += alpha
         self.stats["capcal_alpha_sq_sum"] += alpha * alpha
-        return debias.capcal_scores(p_real, p_empty, alpha=alpha)
+        return maths.capcal_scores(p_real, p_empty, alpha=alpha)
 
     def rank(self, windows: list[Window]) -> list[WindowResult]:
         if self.base.priors == "per_step":

@@ -6,15 +6,16 @@ No model call; the cost and stats are those of the reranking passes it combines.
 import json
 from pathlib import Path
 
-from posbias import atomic, debiasing, orders, permsc, runs, schemas
+from posbias import atomic, debias, orders, runs, schemas
+from posbias.debias import list_level
 from posbias.jobs import logged
 
 sm = snakemake  # noqa: F821
 with logged(sm, "permsc_lists") as log:
-    run = debiasing.combine(sm.wildcards.debias, [schemas.read(p, "run") for p in sm.input.runs], sm.params.settings)
+    run = debias.combine(sm.wildcards.debias, [schemas.read(p, "run") for p in sm.input.runs], sm.params.settings)
     schemas.write(run, sm.output.run, "run")
     runs.write_trec(run, sm.output.trec, f"{sm.wildcards.model}.{sm.wildcards.debias}")
-    schemas.write(permsc.summed_costs([schemas.read(p, "cost") for p in sm.input.costs]), sm.output.cost, "cost")
+    schemas.write(list_level.summed_costs([schemas.read(p, "cost") for p in sm.input.costs]), sm.output.cost, "cost")
     parts = [json.loads(Path(p).read_text()) for p in sm.input.stats]
     stats = {"order": orders.ORIGINAL, "debias": sm.wildcards.debias, "aggregated_orders": [s["order"] for s in parts],
              **sm.params.settings, "queries": run["query_id"].n_unique(),
