@@ -83,12 +83,12 @@ def test_every_reranker_implements_the_declared_interface():
     import posbias.debias.wrappers  # noqa: F401
     import posbias.rerankers.first  # noqa: F401
     import posbias.rerankers.generation  # noqa: F401
-    import posbias.rerankers.grades  # noqa: F401
+    import posbias.scoring  # noqa: F401
     import posbias.rerankers.simulated  # noqa: F401
 
     found = {}
     for name, module in list(sys.modules.items()):
-        if name.startswith(("posbias.rerankers.", "posbias.debias.")):
+        if name.startswith(("posbias.rerankers.", "posbias.debias.")) or name == "posbias.scoring":
             for cls_name, cls in inspect.getmembers(module, inspect.isclass):
                 if cls.__module__ == name and hasattr(cls, "rank"):
                     found[cls_name] = cls

@@ -11,7 +11,7 @@ from posbias.models import build_tiny_causal_lm
 from posbias.permute import fisher_yates
 from posbias.rerankers import Window
 from posbias.debias.wrappers import MarkerRenamed, RoundRobin
-from posbias.rerankers.grades import GradesScorer
+from posbias.scoring import GradesScorer
 from posbias.rerankers.lm import LMSpec
 from posbias.rerankers.simulated import SimulatedGrader, SimulatedReranker
 from posbias.scoring import GradesEncoder, grade_tokens

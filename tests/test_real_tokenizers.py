@@ -309,7 +309,7 @@ def test_silver_labels_and_an_ocsft_step_on_real_tokenizers(built, dl19, tmp_pat
     scorer gives that window, and finite supervised and consistency terms."""
     from posbias import silver
     from posbias.data.collection import corpus_frame, queries_frame
-    from posbias.rerankers.grades import GradesScorer
+    from posbias.scoring import GradesScorer
 
     qid = str(dl19.query_id)
     short = [" ".join(t.split()[:30]) for t in dl19.texts]

@@ -10,7 +10,7 @@ from posbias.data import synthetic
 from posbias.models import build_tiny_causal_lm
 from posbias.rerank import Candidates, rerank
 from posbias.rerankers import Window
-from posbias.rerankers.grades import GradesScorer
+from posbias.scoring import GradesScorer
 from posbias.rerankers.lm import LMSpec
 from posbias.scoring import GradesEncoder, expected_grade, grade_scores, grade_tokens
 

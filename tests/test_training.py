@@ -268,7 +268,7 @@ def test_ocsft_trains_and_logs_both_terms(setup, pointwise, tmp_path):
     assert curve.height == 3
     assert curve["supervised_loss"].is_not_nan().all() and (curve["consistency_loss"] > 0).all()
     assert curve["rank_loss"].is_nan().all()
-    from posbias.rerankers.grades import GradesScorer
+    from posbias.scoring import GradesScorer
     from posbias.rerankers.lm import LMSpec as Spec
 
     rec = pointwise.row(0, named=True)

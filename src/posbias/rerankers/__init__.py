@@ -3,7 +3,7 @@
 - :mod:`~posbias.rerankers.simulated`: no LM; relevance + positional prior + seeded noise (known answers).
 - :mod:`~posbias.rerankers.first`: a causal LM read as FIRST does, one forward pass per window.
 - :mod:`~posbias.rerankers.generation`: a causal LM that generates ``[B] > [A] > …`` (RankZephyr-style).
-- :mod:`~posbias.rerankers.grades`: a causal LM read as the batched pointwise "Grades:" scorer (OC-SFT).
+- :class:`posbias.scoring.GradesScorer`: a causal LM read as the batched pointwise "Grades:" scorer (OC-SFT), beside the readout it shares with training.
 - :mod:`~posbias.debias.wrappers`: PermSC, BSC and CapCal around any of them (:mod:`posbias.debias`).
 
 To add a reranker mode: subclass :class:`Reranker` in a module here (declaring its capabilities and

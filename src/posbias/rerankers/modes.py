@@ -44,7 +44,7 @@ MODES: dict[str, RerankerMode] = {
                                {"causal_lm": "posbias.rerankers.generation:GenerationReranker",
                                 "simulated": _SIMULATED_LISTWISE}),
     "grades": RerankerMode("pointwise", False, "the batched pointwise \"Grades:\" scorer (OC-SFT)",
-                           {"causal_lm": "posbias.rerankers.grades:GradesScorer",
+                           {"causal_lm": "posbias.scoring:GradesScorer",
                             "simulated": "posbias.rerankers.simulated:SimulatedGrader"}),
 }
 
