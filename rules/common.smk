@@ -86,7 +86,7 @@ def alternation(names):
 
 
 def retriever_spec(wildcards):
-    return pbconfig.canonical(config["retrievers"][wildcards.retriever])
+    return pbconfig.sorted_keys(config["retrievers"][wildcards.retriever])
 
 
 def model_settings(model):
@@ -268,7 +268,7 @@ def reader_settings():
     """The QA reader's entry and its path resolved (a models entry, a local folder or an HF id)."""
     spec = config["readers"][READER]
     path = resolve_model(spec["path"], config["models"]) if spec["kind"] == "causal_lm" else None
-    return {"spec": pbconfig.canonical(spec), "path": path}
+    return {"spec": pbconfig.sorted_keys(spec), "path": path}
 
 
 def reader_input(wildcards):

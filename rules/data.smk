@@ -115,7 +115,7 @@ rule answers:
         mem_mb=lambda w, attempt: 4000 * attempt,
         runtime=30,
     params:
-        spec=lambda w: pbconfig.canonical(
+        spec=lambda w: pbconfig.sorted_keys(
             {k: v for k, v in config["datasets"][w.dataset].items() if k in ("source", "id", "answers")}
         ),
         irds_home=config["ir_datasets_home"],

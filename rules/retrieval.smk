@@ -22,7 +22,7 @@ rule build_tiny_model:
         mem_mb=lambda w, attempt: 4000 * attempt,
         runtime=30,
     params:
-        tiny=lambda w: pbconfig.canonical(config["models"][w.model]["tiny"]),
+        tiny=lambda w: pbconfig.sorted_keys(config["models"][w.model]["tiny"]),
         kind=lambda w: config["models"][w.model]["kind"],
         seed=config["seed"],
     script:
@@ -109,7 +109,7 @@ rule import_run:
         mem_mb=lambda w, attempt: 4000 * attempt,
         runtime=30,
     params:
-        spec=lambda w: pbconfig.canonical(config["datasets"][w.dataset]["runs"][w.retriever.split(":", 1)[1]]),
+        spec=lambda w: pbconfig.sorted_keys(config["datasets"][w.dataset]["runs"][w.retriever.split(":", 1)[1]]),
     script:
         "../workflow/scripts/import_run.py"
 

@@ -72,11 +72,11 @@ from posbias.config.files import (
 from posbias.config.messages import check_duplicate_keys, explain, explain_config, exponent_hint, yaml_syntax
 from posbias.config.params import (
     TRAIN_OPERATIONAL,
-    canonical,
     model_settings,
     pointwise_settings,
     position_settings,
     rerank_settings,
+    sorted_keys,
     train_settings,
     training_labels,
 )
@@ -91,7 +91,7 @@ from posbias.config.schema_defaults import (
 )
 
 __all__ = [
-    "CONFIG_CHANGES", "IMPORTED_PREFIX", "SCHEMA", "TRAIN_OPERATIONAL", "base_pairs", "canonical", "check_consumers",
+    "CONFIG_CHANGES", "IMPORTED_PREFIX", "SCHEMA", "TRAIN_OPERATIONAL", "base_pairs", "sorted_keys", "check_consumers",
     "check_duplicate_keys", "check_experiment_data", "check_experiments", "check_files", "check_grid", "check_hyper",
     "check_settings", "consumer_of", "consumer_window", "data_settings", "dataset_files", "dataset_retrievers",
     "decision_targets", "defaults", "drop_unavailable", "entry_defaults", "expand_bases", "expand_seeds",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from posbias.config.params import canonical
+from posbias.config.params import sorted_keys
 from posbias.errors import PosbiasError
 from posbias.textfiles import require_file
 
@@ -73,7 +73,7 @@ def check_files(config: dict) -> None:
 
 def data_settings(spec: dict) -> dict:
     """The keys of a dataset entry the data stage reads."""
-    return canonical({k: v for k, v in spec.items() if k not in _NOT_DATA_KEYS})
+    return sorted_keys({k: v for k, v in spec.items() if k not in _NOT_DATA_KEYS})
 
 
 def drop_unavailable(config: dict) -> list[str]:

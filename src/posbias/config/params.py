@@ -25,16 +25,16 @@ def rerank_settings(config: dict, model: str, dataset: str, retriever: str, meth
         out["word_budget"] = rr["word_budget"]
     if is_pointwise(config, model) and consumer_window(config, dataset):
         out["grade_window"] = consumer_window(config, dataset)
-    return canonical(out)
+    return sorted_keys(out)
 
 
-def canonical(value):
+def sorted_keys(value):
     """``value`` with every mapping's keys sorted, recursively: Snakemake compares params by ``repr``,
     so a rule's params must not depend on the order keys were written in the config."""
     if isinstance(value, dict):
-        return {k: canonical(value[k]) for k in sorted(value)}
+        return {k: sorted_keys(value[k]) for k in sorted(value)}
     if isinstance(value, (list, tuple)):
-        return [canonical(v) for v in value]
+        return [sorted_keys(v) for v in value]
     return value
 
 
@@ -60,7 +60,7 @@ def model_settings(config: dict, model: str) -> dict:
     spec = dict(config["models"][model])
     if spec.get("engine") == model_defaults("causal_lm")["engine"]:
         del spec["engine"]
-    return canonical(spec)
+    return sorted_keys(spec)
 
 
 def train_settings(config: dict, name: str) -> dict:
@@ -71,7 +71,7 @@ def train_settings(config: dict, name: str) -> dict:
     run = config["training"][name]
     hyper = {k: v for k, v in run["hyper"].items() if k not in TRAIN_OPERATIONAL}
     settings = {k: v for k, v in run.items() if k not in ("seeds", "hyper")} | {"hyper": hyper}
-    return canonical(settings | {"gpus": max(1, run["gpus"])})
+    return sorted_keys(settings | {"gpus": max(1, run["gpus"])})
 
 
 def training_labels(config: dict) -> dict:

@@ -23,7 +23,7 @@ scores. So the counts are exact wherever they do not depend on what the model an
   (the stand-in is not the checkpoint's own file), and the ``tokenizer`` column says which;
 - training: steps from the schedule, tokens from a sample of its instances (estimated).
 
-After a run, :func:`compare` puts the plan beside the ``*.cost.parquet`` the jobs wrote. Without the
+After a run, :func:`versus_run` puts the plan beside the ``*.cost.parquet`` the jobs wrote. Without the
 data (a dry environment), :mod:`posbias.dry_plan` plans on stand-ins.
 
 One module per concern: :mod:`~posbias.plan.counting` (the counts: calls, tokens, windows per job order),
@@ -49,7 +49,7 @@ from posbias.plan.counting import (
     settings,
     tokenizer_source,
 )
-from posbias.plan.report import actual, check_table, compare, cost_files, summary, table, tokenizers
+from posbias.plan.report import actual, check_table, cost_files, summary, table, tokenizers, versus_run
 from posbias.plan.throughput import (
     DEFAULT_ENGINE,
     WORKFLOW,
@@ -80,7 +80,6 @@ __all__ = [
     "actual",
     "check_table",
     "check_throughput",
-    "compare",
     "cost_files",
     "counting_reranker",
     "engine_of",
@@ -101,5 +100,6 @@ __all__ = [
     "throughput_path",
     "tokenizer_source",
     "tokenizers",
+    "versus_run",
     "with_seconds",
 ]

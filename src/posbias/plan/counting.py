@@ -48,7 +48,7 @@ def settings(config: dict) -> dict:
     out["propensity"] = config.get("propensity", {})
     out["ocsft"] = {k: v for k, v in config["ocsft"].items() if k not in _STABILITY_ONLY}
     out["training"] = {name: pbconfig.train_settings(config, name) for name in config.get("training", {})}
-    return pbconfig.canonical(out)
+    return pbconfig.sorted_keys(out)
 
 
 def tokenizer_source(config: dict, model: str) -> str:

@@ -74,7 +74,7 @@ def table(summary_: pl.DataFrame, device: str):
     return Table(summary_, pl.DataFrame(rows), notes)
 
 
-def compare(planned: pl.DataFrame, actual: pl.DataFrame) -> pl.DataFrame:
+def versus_run(planned: pl.DataFrame, actual: pl.DataFrame) -> pl.DataFrame:
     """Planned beside actual, per job order: ``actual`` has the plan's keys (family, model, dataset,
     retriever, debias, order) and the summed windows, calls, prompt_tokens and seconds of the
     ``*.cost.parquet`` the jobs wrote (:func:`actual`). ``calls_match``: equal where the plan is exact,
@@ -131,7 +131,7 @@ def actual(files: list[tuple[dict, str]]) -> pl.DataFrame:
 
 
 def check_table(checked: pl.DataFrame):
-    """:func:`compare`'s rows summed per family and model, as a :class:`posbias.paper.writers.Table`:
+    """:func:`versus_run`'s rows summed per family and model, as a :class:`posbias.paper.writers.Table`:
     planned and actual calls and tokens, how many job orders match, and actual / planned model seconds."""
     from posbias.paper.writers import Table, fmt
 
