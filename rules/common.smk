@@ -5,7 +5,7 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 
 from posbias import config as pbconfig
-from posbias import consumers, debias, methods, orders, paper, reproduction
+from posbias import consumers, debias, methods, orders, paper, paths, reproduction
 from posbias.rerankers import modes
 from posbias.retrieval import kinds
 from posbias.training import families
@@ -60,12 +60,12 @@ def retrieval_inputs(wildcards):
     """A retrieve job's files: the dataset tables its kind reads, the runs it fuses, the index it searches
     (unless prebuilt) and the built encoder it needs."""
     kind = kind_of(wildcards)
-    files = {t: f"results/data/{wildcards.dataset}/{t}.parquet" for t in retriever_tables(wildcards)}
+    files = {t: paths.data(wildcards.dataset, t) for t in retriever_tables(wildcards)}
     if "runs" in kind.reads:
         parts = config["retrievers"][wildcards.retriever]["runs"]
-        files["runs"] = [f"results/runs/{wildcards.dataset}/{part}.parquet" for part in parts]
+        files["runs"] = [paths.run(wildcards.dataset, part) for part in parts]
     if kind.index and not pbconfig.prebuilt_index(config, wildcards.dataset, wildcards.retriever):
-        files["index"] = f"results/index/{wildcards.dataset}/{wildcards.retriever}"
+        files["index"] = paths.index(wildcards.dataset, wildcards.retriever)
     return files | {"model": model_input(wildcards)}
 
 
@@ -98,7 +98,7 @@ def model_input(wildcards):
     """The built model folder a retriever needs, if its model is built by the workflow."""
     ref = config["retrievers"][wildcards.retriever].get("model")
     if ref in config["models"] and config["models"][ref].get("build"):
-        return [f"results/models/{ref}"]
+        return [paths.model(ref)]
     return []
 
 
@@ -158,10 +158,10 @@ def reranker_model_input(model):
     if spec["kind"] == "simulated":
         return []
     if spec.get("build") or spec.get("trained"):
-        return [f"results/models/{model}"]
+        return [paths.model(model)]
     target = config["models"].get(spec.get("path"), {})
     if target.get("build") or target.get("trained"):
-        return [f"results/models/{spec['path']}"]
+        return [paths.model(spec["path"])]
     return []
 
 
@@ -185,9 +185,8 @@ def reranker_model_path(model):
 def experiment_outputs(wildcards, suffix):
     """One file per order of a (model, dataset, retriever, debias) summary."""
     experiment = EXPERIMENTS[(wildcards.model, wildcards.dataset, wildcards.retriever)]
-    prefix = f"results/rerank/{wildcards.model}/{wildcards.dataset}/{wildcards.retriever}"
     return [
-        f"{prefix}/{order}/{wildcards.debias}.{suffix}"
+        paths.reranked(wildcards.model, wildcards.dataset, wildcards.retriever, order, wildcards.debias, suffix)
         for order in pbconfig.orders_for(config, experiment, wildcards.debias)
     ]
 
@@ -204,8 +203,7 @@ def batch_orders(wildcards):
 def batch_of_order(wildcards):
     """The batch folder of the rerank job that reranks this order."""
     part = BATCH_OF_ORDER[(wildcards.model, wildcards.dataset, wildcards.retriever, wildcards.debias, wildcards.order)]
-    prefix = f"results/rerank/{wildcards.model}/{wildcards.dataset}/{wildcards.retriever}"
-    return f"{prefix}/batches/{wildcards.debias}.{part}"
+    return paths.rerank_batch(wildcards.model, wildcards.dataset, wildcards.retriever, wildcards.debias, part)
 
 
 STABILITY_TARGETS = pbconfig.stability_targets(config)
@@ -225,8 +223,10 @@ READER = config["consumers"]["multidoc_qa"]["reader"]
 
 def list_debias_inputs(wildcards, suffix):
     """The reranked shuffled lists (debias none) a list-level method aggregates."""
-    prefix = f"results/rerank/{wildcards.model}/{wildcards.dataset}/{wildcards.retriever}"
-    return [f"{prefix}/{order}/none.{suffix}" for order in debias.lists(wildcards.debias)]
+    return [
+        paths.reranked(wildcards.model, wildcards.dataset, wildcards.retriever, order, "none", suffix)
+        for order in debias.lists(wildcards.debias)
+    ]
 
 
 def stability_orders(wildcards):
@@ -238,8 +238,12 @@ def stability_orders(wildcards):
 def stability_outputs(wildcards, suffix, debias=None):
     """The canonical and shuffled runs (or their costs) of one experiment, with the wildcard's debiasing
     method or ``debias``."""
-    prefix = f"results/rerank/{wildcards.model}/{wildcards.dataset}/{wildcards.retriever}"
-    return [f"{prefix}/{order}/{debias or wildcards.debias}.{suffix}" for order in stability_orders(wildcards)]
+    return [
+        paths.reranked(
+            wildcards.model, wildcards.dataset, wildcards.retriever, order, debias or wildcards.debias, suffix
+        )
+        for order in stability_orders(wildcards)
+    ]
 
 
 def stability_plain(wildcards):
@@ -283,13 +287,12 @@ def qa_inputs(wildcards):
     """What a QA decisions job reads besides the runs: queries, passages, gold answers (none otherwise)."""
     if not pbconfig.needs_reader(config, wildcards.dataset):
         return {}
-    prefix = f"results/data/{wildcards.dataset}"
-    return {part: f"{prefix}/{part}.parquet" for part in ("queries", "corpus", "answers")}
+    return {part: paths.data(wildcards.dataset, part) for part in ("queries", "corpus", "answers")}
 
 
 def stability_file(target, suffix="parquet"):
     """The stability table of one (model, dataset, retriever, debias) target."""
-    return "results/metrics/stability/{}/{}/{}/{}.{}".format(*target, suffix)
+    return paths.stability(*target, suffix)
 
 
 def training_inputs(wildcards):
@@ -303,10 +306,10 @@ def training_inputs(wildcards):
 
 
 RERANK_RESULTS = {
-    "metrics": [f"results/metrics/rerank/{m}/{d}/{r}/{b}.parquet" for m, d, r, b in SUMMARIES],
-    "summaries": [f"results/metrics/rerank/{m}/{d}/{r}/{b}.summary.parquet" for m, d, r, b in SUMMARIES],
-    "curves": [f"results/metrics/rerank/{m}/{d}/{r}/{b}.curve.parquet" for m, d, r, b in SUMMARIES],
-    "first_stage": sorted({f"results/metrics/retrieval/{d}/{r}.parquet" for _, d, r, _ in SUMMARIES}),
+    "metrics": [paths.rerank_metrics(*key) for key in SUMMARIES],
+    "summaries": [paths.rerank_metrics(*key, "summary.parquet") for key in SUMMARIES],
+    "curves": [paths.rerank_metrics(*key, "curve.parquet") for key in SUMMARIES],
+    "first_stage": sorted({paths.retrieval_metrics(d, r) for _, d, r, _ in SUMMARIES}),
 }
 
 

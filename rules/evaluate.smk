@@ -24,7 +24,7 @@ rule evaluate_run:
 
 rule retrieval_table:
     input:
-        [f"results/metrics/retrieval/{d}/{r}.parquet" for d, r in GRID],
+        [paths.retrieval_metrics(d, r) for d, r in GRID],
     output:
         parquet="results/metrics/retrieval.parquet",
         table=report(

@@ -5,7 +5,7 @@
 
 rule silver_labels:
     input:
-        run=lambda w: f"results/runs/{w.dataset}/{pbconfig.silver_retriever(config, w.dataset)}.parquet",
+        run=lambda w: paths.run(w.dataset, pbconfig.silver_retriever(config, w.dataset)),
         queries="results/data/{dataset}/queries.parquet",
         corpus="results/data/{dataset}/corpus.parquet",
         qrels="results/data/{dataset}/qrels.parquet",
@@ -105,7 +105,7 @@ rule decisions:
 
 rule decisions_table:
     input:
-        tables=["results/metrics/decisions/{}/{}/{}.parquet".format(*key) for key in DECISION_TARGETS],
+        tables=[paths.decisions(*key) for key in DECISION_TARGETS],
     output:
         table=report(
             "results/tables/consumers.md",
@@ -165,7 +165,7 @@ rule pool_design:
 
 rule pool_figures:
     input:
-        ["results/metrics/pool/{}/{}/{}.parquet".format(*key) for key in POOL_TARGETS],
+        [paths.pool(*key) for key in POOL_TARGETS],
     output:
         psi=report("results/figures/pool_psi.png", caption="../docs/captions/pool.rst", category="OC-SFT"),
         psi_pdf="results/figures/pool_psi.pdf",

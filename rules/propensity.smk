@@ -4,7 +4,7 @@
 
 rule propensity_samples:
     input:
-        run=lambda w: f"results/runs/{PROPENSITY['dataset']}/{PROPENSITY['retriever']}.parquet",
+        run=lambda w: paths.run(PROPENSITY["dataset"], PROPENSITY["retriever"]),
     output:
         "results/propensity/{model}/samples.parquet",
     log:
@@ -29,9 +29,9 @@ rule propensity_samples:
 rule propensity_rerank:
     input:
         samples="results/propensity/{model}/samples.parquet",
-        queries=lambda w: f"results/data/{PROPENSITY['dataset']}/queries.parquet",
-        corpus=lambda w: f"results/data/{PROPENSITY['dataset']}/corpus.parquet",
-        qrels=lambda w: f"results/data/{PROPENSITY['dataset']}/qrels.parquet",
+        queries=lambda w: paths.data(PROPENSITY["dataset"], "queries"),
+        corpus=lambda w: paths.data(PROPENSITY["dataset"], "corpus"),
+        qrels=lambda w: paths.data(PROPENSITY["dataset"], "qrels"),
         model=lambda w: reranker_model_input(w.model),
     output:
         transitions="results/propensity/{model}/reranked.parquet",
@@ -93,4 +93,4 @@ rule propensity_estimate:
 
 rule propensity:
     input:
-        [f"results/propensity/{PROPENSITY['model']}/omega.parquet"] if PROPENSITY.get("model") else [],
+        [paths.propensity(PROPENSITY["model"], "omega")] if PROPENSITY.get("model") else [],

@@ -128,8 +128,8 @@ rule rerank_summary:
 
 rule rerank_tables:
     input:
-        summaries=[f"results/metrics/rerank/{m}/{d}/{r}/{b}.summary.parquet" for m, d, r, b in SUMMARIES],
-        curves=[f"results/metrics/rerank/{m}/{d}/{r}/{b}.curve.parquet" for m, d, r, b in SUMMARIES],
+        summaries=RERANK_RESULTS["summaries"],
+        curves=RERANK_RESULTS["curves"],
     output:
         table=report(
             "results/tables/rerank.md",

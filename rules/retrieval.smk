@@ -5,9 +5,7 @@
 rule build_tiny_model:
     # A tiny random-initialised model with a tokenizer trained on a dataset's corpus (CPU demo, tests).
     input:
-        corpus=lambda w: "results/data/{}/corpus.parquet".format(
-            config["models"][w.model]["tiny"].get("train_on", DATASETS[0])
-        ),
+        corpus=lambda w: paths.data(config["models"][w.model]["tiny"].get("train_on", DATASETS[0]), "corpus"),
     output:
         directory("results/models/{model}"),
     log:
@@ -116,4 +114,4 @@ rule import_run:
 
 rule retrieval:
     input:
-        [f"results/runs/{d}/{r}.parquet" for d, r in GRID],
+        [paths.run(d, r) for d, r in GRID],

@@ -96,14 +96,14 @@ rule train:
         word_budget=config["reranking"]["word_budget"],
         seed=config["seed"],
         device=config["device"],
-        checkpoints=lambda w: f"results/checkpoints/{w.model}",
+        checkpoints=lambda w: paths.checkpoints(w.model),
     script:
         "../workflow/scripts/train.py"
 
 
 rule training:
     input:
-        [f"results/models/{name}" for name in TRAINED],
+        [paths.model(name) for name in TRAINED],
         expand(
             "results/tables/augmentation_{dataset}.md",
             dataset=sorted({r["data"] for r in config["training"].values() if not methods.get(r["method"]).pointwise}),

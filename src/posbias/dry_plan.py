@@ -22,7 +22,7 @@ import polars as pl
 import yaml
 
 from posbias import config as pbconfig
-from posbias import orders, schemas
+from posbias import orders, paths, schemas
 from posbias.errors import PosbiasError
 from posbias.plan import FAMILIES, plan_orders, summary, table, with_seconds
 
@@ -185,7 +185,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m posbias.dry_plan", description=__doc__.splitlines()[0])
     parser.add_argument("configs", nargs="+", type=Path)
     parser.add_argument("--stand-ins", type=Path, default=STAND_INS, help="the stand-ins file")
-    parser.add_argument("--out", type=Path, default=Path("results/plan"))
+    parser.add_argument("--out", type=Path, default=Path(paths.plan()).parent)
     parser.add_argument("--readme", type=Path, help="rewrite this README's preset plan table")
     args = parser.parse_args(argv)
     logging.disable(logging.INFO)

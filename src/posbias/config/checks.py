@@ -8,7 +8,7 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
-from posbias import consumers, debias, engines, orders
+from posbias import consumers, debias, engines, orders, paths
 from posbias.config.expansion import expand_bases, expand_seeds, register_trained_models
 from posbias.config.experiments import (
     IMPORTED_PREFIX,
@@ -101,7 +101,7 @@ def check_settings(config: dict, files: bool = True) -> None:
                              "as ir_measures does, e.g. nDCG@10, R@100, AP(rel=2)") from None
     for name, spec in config["models"].items():
         path = spec.get("path", "")
-        built = Path(path).expanduser().resolve().is_relative_to(Path("results/models").resolve())
+        built = Path(path).expanduser().resolve().is_relative_to(Path(paths.MODELS).resolve())
         if path.startswith((".", "/", "~")) and not built and not Path(path).expanduser().is_dir():
             raise ValueError(f"config: models.{name}.path {path}: no such local model folder; fix the path (a hub "
                              "id has no leading ./ or /)")

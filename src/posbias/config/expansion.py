@@ -4,7 +4,7 @@ as ``models`` entries (with the check of a run's ``hyper`` block).
 
 from __future__ import annotations
 
-from posbias import methods
+from posbias import methods, paths
 from posbias.config.experiments import (
     dataset_retrievers,
     is_pointwise,
@@ -174,7 +174,7 @@ def _register(config: dict, name: str, run: dict) -> None:
                                                      "trust_remote_code", "batch_size", "grade_window", "prompt", "identifiers", "params_b",
                                                      "engine", "vllm")
                                  if k in base},
-                              "kind": "causal_lm", "mode": base["mode"], "path": f"results/models/{name}",
+                              "kind": "causal_lm", "mode": base["mode"], "path": paths.model(name),
                               "trained": True}
 
 

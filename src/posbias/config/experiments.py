@@ -4,7 +4,7 @@ the consumers and the silver-label stage, and the targets the report rules build
 
 from __future__ import annotations
 
-from posbias import consumers, debias, methods, orders
+from posbias import consumers, debias, methods, orders, paths
 from posbias.rerankers import modes
 
 IMPORTED_PREFIX = "imported:"
@@ -150,7 +150,7 @@ def silver_shuffles(config: dict, run: dict) -> int:
 
 
 def silver_path(config: dict, run: dict) -> str:
-    return f"results/silver/{run['data']}/{silver_teacher(config, run)}/t{silver_shuffles(config, run)}.parquet"
+    return paths.silver(run["data"], silver_teacher(config, run), silver_shuffles(config, run))
 
 
 def is_pointwise(config: dict, model: str) -> bool:

@@ -11,7 +11,7 @@ from typing import NamedTuple
 import polars as pl
 
 from posbias import config as pbconfig
-from posbias import methods, orders, pool, propensity, rerankers, schemas, silver
+from posbias import methods, orders, paths, pool, propensity, rerankers, schemas, silver
 from posbias.data.collection import grades_by_query, passage_texts
 from posbias.errors import PosbiasError
 from posbias.models import resolve
@@ -102,7 +102,7 @@ def counting_reranker(config: dict, model: str, grades: dict, word_budget: int |
 
 def _model_path(config: dict, model: str, root: Path) -> str:
     path = resolve(model, config["models"])
-    return str(root / path) if path.startswith("results/") else path
+    return str(root / path) if path.startswith(paths.RESULTS + "/") else path
 
 
 def inputs(config: dict) -> list[str]:
@@ -112,9 +112,9 @@ def inputs(config: dict) -> list[str]:
     files: list[str] = []
 
     def data(dataset: str, retriever: str | None = None) -> None:
-        files.extend(f"results/data/{dataset}/{name}.parquet" for name in ("queries", "corpus", "qrels"))
+        files.extend(paths.data(dataset, name) for name in ("queries", "corpus", "qrels"))
         if retriever:
-            files.append(f"results/runs/{dataset}/{retriever}.parquet")
+            files.append(paths.run(dataset, retriever))
 
     models = set()
     for m, d, r, _, _ in pbconfig.rerank_grid(config):
@@ -132,12 +132,12 @@ def inputs(config: dict) -> list[str]:
             if teacher != silver.QRELS_TEACHER:
                 models.add(teacher)
         else:
-            files.append(f"results/data/{run['data']}/listwise.parquet")
+            files.append(paths.data(run["data"], "listwise"))
     for m in sorted(models):
         source = tokenizer_source(config, m)
         if config["models"][source].get("kind") == "causal_lm":
             path = resolve(source, config["models"])
-            if path.startswith("results/models/"):
+            if path.startswith(paths.MODELS):
                 files.append(path)
     return list(dict.fromkeys(files))
 

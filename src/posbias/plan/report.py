@@ -6,7 +6,7 @@ from __future__ import annotations
 import polars as pl
 
 from posbias import config as pbconfig
-from posbias import debias, methods, schemas, silver
+from posbias import debias, methods, paths, schemas, silver
 from posbias.plan.counting import FAMILIES
 
 
@@ -98,12 +98,12 @@ def cost_files(config: dict) -> list[tuple[dict, str]]:
     for m, d, r, order, method in pbconfig.rerank_grid(config):
         if debias.parse(method).level == "window":
             out.append(({"family": "rerank", "model": m, "dataset": d, "retriever": r, "debias": method,
-                         "order": order}, f"results/rerank/{m}/{d}/{r}/{order}/{method}.cost.parquet"))
+                         "order": order}, paths.reranked(m, d, r, order, method, "cost.parquet")))
     prop = config.get("propensity", {})
     if prop.get("model"):
         out.append(({"family": "propensity_rerank", "model": prop["model"], "dataset": prop["dataset"],
                      "retriever": prop["retriever"], "debias": "none", "order": "propensity"},
-                    f"results/propensity/{prop['model']}/reranked.cost.parquet"))
+                    paths.propensity(prop["model"], "reranked.cost")))
     for run in config.get("training", {}).values():
         teacher = pbconfig.silver_teacher(config, run) if methods.get(run["method"]).pointwise else silver.QRELS_TEACHER
         if teacher != silver.QRELS_TEACHER:
@@ -113,7 +113,7 @@ def cost_files(config: dict) -> list[tuple[dict, str]]:
                         pbconfig.silver_path(config, run).removesuffix(".parquet") + ".cost.parquet"))
     for m, d, r in pbconfig.pool_targets(config):
         out.append(({"family": "pool_design", "model": m, "dataset": d, "retriever": r, "debias": "none",
-                     "order": "pool"}, f"results/metrics/pool/{m}/{d}/{r}.cost.parquet"))
+                     "order": "pool"}, paths.pool(m, d, r, "cost.parquet")))
     return list({path: (keys, path) for keys, path in out}.values())
 
 

@@ -21,7 +21,7 @@ import numpy as np
 import polars as pl
 
 from posbias import config as pbconfig
-from posbias import debias, orders
+from posbias import debias, orders, paths
 from posbias.paper.pool_figures import pool_summary
 from posbias.paper.stats import ALPHA, holm, mean_sd, paired_pvalue
 
@@ -45,14 +45,14 @@ def path(source: str, model: str | None = None, dataset: str | None = None, retr
          debias: str | None = None) -> str:
     """Where the workflow writes ``source``'s results for one system (the rules' own paths)."""
     return {
-        "retrieval": f"results/metrics/retrieval/{dataset}/{retriever}.parquet",
-        "rerank": f"results/metrics/rerank/{model}/{dataset}/{retriever}/{debias}.parquet",
-        "stability": f"results/metrics/stability/{model}/{dataset}/{retriever}/{debias}.parquet",
-        "decisions": f"results/metrics/decisions/{model}/{dataset}/{retriever}.parquet",
-        "pool": f"results/metrics/pool/{model}/{dataset}/{retriever}.parquet",
-        "propensity": f"results/propensity/{model}/samples.parquet",
-        "listwise": f"results/data/{dataset}/listwise.parquet",
-    }[source]
+        "retrieval": lambda: paths.retrieval_metrics(dataset, retriever),
+        "rerank": lambda: paths.rerank_metrics(model, dataset, retriever, debias),
+        "stability": lambda: paths.stability(model, dataset, retriever, debias),
+        "decisions": lambda: paths.decisions(model, dataset, retriever),
+        "pool": lambda: paths.pool(model, dataset, retriever),
+        "propensity": lambda: paths.propensity(model, "samples"),
+        "listwise": lambda: paths.data(dataset, "listwise"),
+    }[source]()
 
 
 def _systems(bound: dict) -> list[dict]:
@@ -84,7 +84,7 @@ def _permsc_files(bound: dict, available: set[str]) -> list[str]:
     plain = _files("rerank")(bound, available)
     (dataset, retriever), = bound["cells"]
     more = [f for m in bound["models"] for f in available
-            if f.startswith(f"results/metrics/rerank/{m}/{dataset}/{retriever}/")
+            if Path(f).parent == Path(paths.rerank_metrics(m, dataset, retriever)).parent
             and _list_level(Path(f).name.removesuffix(".parquet"))]
     return plain + sorted(more)
 

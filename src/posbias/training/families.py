@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from posbias import registry
+from posbias import paths, registry
 
 
 @dataclass(frozen=True)
@@ -53,17 +53,17 @@ class TrainingFamily:
 def _listwise_inputs(config: dict, run: dict) -> dict[str, str]:
     from posbias import methods
 
-    inputs = {"data": f"results/train/{run['data']}/{run['aug']}.parquet"}
+    inputs = {"data": paths.train_data(run["data"], run["aug"])}
     if methods.get(run["method"]).needs_omega:
-        inputs["omega"] = f"results/propensity/{config['propensity']['model']}/omega.parquet"
+        inputs["omega"] = paths.propensity(config["propensity"]["model"], "omega")
     return inputs
 
 
 def _pointwise_inputs(config: dict, run: dict) -> dict[str, str]:
     from posbias import config as pbconfig
 
-    return {"data": pbconfig.silver_path(config, run), "queries": f"results/data/{run['data']}/queries.parquet",
-            "corpus": f"results/data/{run['data']}/corpus.parquet"}
+    return {"data": pbconfig.silver_path(config, run), "queries": paths.data(run["data"], "queries"),
+            "corpus": paths.data(run["data"], "corpus")}
 
 
 # By name; posbias.methods.FAMILIES lists the same names (a test checks).
