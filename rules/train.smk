@@ -106,5 +106,5 @@ rule training:
         [paths.model(name) for name in TRAINED],
         expand(
             "results/tables/augmentation_{dataset}.md",
-            dataset=sorted({r["data"] for r in config["training"].values() if not methods.get(r["method"]).pointwise}),
+            dataset=sorted({r["data"] for r in config["training"].values() if families.of(r["method"]).augmented}),
         ),

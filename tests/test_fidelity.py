@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from posbias import methods
+from posbias.training import families
 
 REPO = Path(__file__).resolve().parents[1]
 PAPERS = REPO.parent / "shared" / "papers"
@@ -112,7 +113,7 @@ def test_the_ablation_grid_is_complete_and_fair():
     assert (headline["method"], headline["aug"], headline["hyper"]["max_steps"], headline["hyper"]["epochs"]) == (
         "debiasfirst", "posaug", -1, 3)
     grid = {name: run for name, run in training.items()
-            if name != "debiasfirst" and not methods.get(run["method"]).pointwise}
+            if name != "debiasfirst" and families.of(run["method"]).augmented}
     cells = [(methods.get(run["method"]).label, run["aug"]) for run in grid.values()]
     objectives = {"Rank", "Rank + LM", "Rank-IPS", "Rank-IPS + LM"}
     assert sorted(cells) == sorted((o, a) for o in objectives for a in ("noaug", "randaug", "posaug"))
@@ -163,7 +164,7 @@ def test_the_pointwise_debiasfirst_baseline_is_labelled_as_ours():
     """OC-SFT's "DebiasFirst" baseline is our slot-IPS construction, not DebiasFirst's recipe (no Pos-Aug,
     no rank loss): its label, which every table prints, says so, and the preset trains it so."""
     method = methods.get("debiasfirst_pointwise")
-    assert "ours" in method.label and method.ips and method.pointwise
+    assert "ours" in method.label and method.ips and families.of(method.name).silver
     assert "our construction" in method.summary and "no Pos-Aug" in method.summary
     assert _preset("ocsft")["training"]["debiasfirst_pointwise"]["method"] == "debiasfirst_pointwise"
 

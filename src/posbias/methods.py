@@ -52,20 +52,17 @@ class TrainingMethod:
             raise ValueError(f"training method {self.name}: views {self.views!r} is not one of {VIEWS}")
 
     @property
-    def pointwise(self) -> bool:
-        return self.family == "pointwise"
-
-    @property
     def on_lambda_grid(self) -> bool:
         """Whether the method is OC-SFT's objective at some λ (the anchor alone supervised, plain
-        targets, no weights): OC-SFT itself, and single order as λ = 0."""
-        return (self.pointwise and self.anchor and self.views != "one_permutation" and not self.ips
+        targets, no weights, no listwise objective terms): OC-SFT itself, and single order as λ = 0."""
+        return (not self.terms and self.anchor and self.views != "one_permutation" and not self.ips
                 and not self.averaged_targets)
 
     @property
     def needs_omega(self) -> bool:
-        """Whether the train job reads the propensity estimate ω (listwise IPS)."""
-        return self.ips and not self.pointwise
+        """Whether the train job reads the propensity estimate ω: the IPS-weighted rank term's weights
+        (pointwise IPS weighs by the teacher's slot propensity instead)."""
+        return self.ips and "rank" in self.terms
 
 
 METHODS: dict[str, TrainingMethod] = {m.name: m for m in (

@@ -14,6 +14,7 @@ from posbias.config.experiments import (
     variant_of,
 )
 from posbias.rerankers import modes
+from posbias.training import families
 
 
 def _expand_experiments(config: dict, expanded: dict[str, list[str]]) -> None:
@@ -150,7 +151,7 @@ def _register(config: dict, name: str, run: dict) -> None:
     if method.family != modes.family(base):
         raise ValueError(f"{where}: method {run['method']!r} needs a base model of a {method.family} mode "
                          f"({', '.join(modes.names(method.family))}); {run['base_model']!r} is in mode {base['mode']!r}")
-    if method.pointwise:
+    if families.of(method.name).silver:
         teacher = silver_teacher(config, run)
         if teacher != "qrels" and not (teacher in config["models"] and is_pointwise(config, teacher)):
             raise ValueError(f"{where}: silver-label teacher {teacher!r} is neither 'qrels' nor a models entry of a "

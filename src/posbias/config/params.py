@@ -7,6 +7,7 @@ from __future__ import annotations
 from posbias import debias, methods, orders
 from posbias.config.experiments import consumer_window, find_experiment, is_pointwise, orders_for, variant_of
 from posbias.config.schema_defaults import model_defaults
+from posbias.training import families
 
 
 def rerank_settings(config: dict, model: str, dataset: str, retriever: str, method: str, part: str) -> dict:
@@ -88,7 +89,7 @@ def pointwise_settings(config: dict) -> dict[str, dict]:
     out = {}
     for name, run in config.get("training", {}).items():
         method = methods.get(run["method"])
-        if method.pointwise:
+        if families.of(method.name).silver:
             views = run["hyper"]["views"] if method.views == "anchor+permutations" else 1
             out[variant_of(config["training"], name)] = {
                 "method": method.name, "lambda": run["hyper"]["consistency"] if method.consistency else 0.0,

@@ -7,10 +7,10 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from posbias import methods
 from posbias.config import variant_of
 from posbias.paper.seeds import seed_curves
 from posbias.paper.writers import integer_x, pyplot, save_figure
+from posbias.training import families
 
 
 def ablation_curves_figure(curves: pl.DataFrame, training: dict, path: str | Path) -> None:
@@ -19,7 +19,7 @@ def ablation_curves_figure(curves: pl.DataFrame, training: dict, path: str | Pat
     plt = pyplot()
     agg = seed_curves(curves, training)
     runs = {variant_of(training, name): run for name, run in training.items()
-            if not methods.get(run["method"]).pointwise}
+            if families.of(run["method"]).augmented}
     augs = sorted({run["aug"] for run in runs.values()}) or ["noaug"]
     fig, axes = plt.subplots(1, len(augs), figsize=(5 * len(augs), 4), constrained_layout=True, squeeze=False)
     for ax, aug in zip(axes[0], augs):

@@ -11,12 +11,13 @@ from posbias import methods
 from posbias.config import variant_of
 from posbias.paper.stats import mean_sd
 from posbias.paper.writers import Table, fmt, fmt_sd
+from posbias.training import families
 
 
 def ablations(summaries: pl.DataFrame, curves: pl.DataFrame, training: dict) -> Table:
     """DebiasFirst Table 3: objective (rows) × augmentation (columns) of the trained models: nDCG@10
     under shuffled orders and the variance of the position curve, seeds of one entry pooled."""
-    runs = {name: run for name, run in training.items() if not methods.get(run["method"]).pointwise}
+    runs = {name: run for name, run in training.items() if families.of(run["method"]).augmented}
     per_seed = []
     for name, run in runs.items():
         s = summaries.filter((pl.col("model") == name) & (pl.col("debias") == "none"))

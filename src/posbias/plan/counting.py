@@ -18,6 +18,7 @@ from posbias.models import resolve
 from posbias.plan.token_counters import RULE_OF_THUMB, MemoTokenizer, RuleOfThumbTokenizer
 from posbias.rerank import Experiment, present_candidates, rerank, rerank_order, window_of
 from posbias.rerankers import Window
+from posbias.training import families
 
 FAMILIES = ("rerank", "propensity_rerank", "silver_labels", "pool_design", "train")
 
@@ -126,7 +127,7 @@ def inputs(config: dict) -> list[str]:
         models.add(prop["model"])
     for name, run in config.get("training", {}).items():
         models.add(run["base_model"])
-        if methods.get(run["method"]).pointwise:
+        if families.of(run["method"]).silver:
             data(run["data"], pbconfig.silver_retriever(config, run["data"]))
             teacher = pbconfig.silver_teacher(config, run)
             if teacher != silver.QRELS_TEACHER:
@@ -223,7 +224,7 @@ def plan_silver(config: dict, root: Path, scale=_unit, tokenizers: dict | None =
     out, seen, data = [], set(), _Data(root)
     oc = config["ocsft"]
     for run in config.get("training", {}).values():
-        if not methods.get(run["method"]).pointwise:
+        if not families.of(run["method"]).silver:
             continue
         teacher, shuffles = pbconfig.silver_teacher(config, run), pbconfig.silver_shuffles(config, run)
         if teacher == silver.QRELS_TEACHER or (run["data"], teacher, shuffles) in seen:
@@ -265,7 +266,7 @@ def plan_train(config: dict, root: Path, scale=_unit, tokenizers: dict | None = 
     for name, run in config.get("training", {}).items():
         hyper = run["hyper"]
         per_step = hyper["batch_size"] * hyper["grad_accum"] * max(run.get("gpus", 0), 1)
-        if methods.get(run["method"]).pointwise:
+        if families.of(run["method"]).silver:
             exp = data.experiment(run["data"], pbconfig.silver_retriever(config, run["data"]))
             lists = present_candidates(exp.first_stage, exp.queries, exp.corpus, exp.grades, orders.parse(orders.ORIGINAL),
                                        0, config["ocsft"]["depth"], None, None, config["ocsft"].get("queries")).lists

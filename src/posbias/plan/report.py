@@ -6,8 +6,9 @@ from __future__ import annotations
 import polars as pl
 
 from posbias import config as pbconfig
-from posbias import debias, methods, paths, schemas, silver
+from posbias import debias, paths, schemas, silver
 from posbias.plan.counting import FAMILIES
+from posbias.training import families
 
 
 def summary(orders_: pl.DataFrame, config: dict) -> pl.DataFrame:
@@ -105,7 +106,7 @@ def cost_files(config: dict) -> list[tuple[dict, str]]:
                      "retriever": prop["retriever"], "debias": "none", "order": "propensity"},
                     paths.propensity(prop["model"], "reranked.cost")))
     for run in config.get("training", {}).values():
-        teacher = pbconfig.silver_teacher(config, run) if methods.get(run["method"]).pointwise else silver.QRELS_TEACHER
+        teacher = pbconfig.silver_teacher(config, run) if families.of(run["method"]).silver else silver.QRELS_TEACHER
         if teacher != silver.QRELS_TEACHER:
             out.append(({"family": "silver_labels", "model": teacher, "dataset": run["data"],
                          "retriever": pbconfig.silver_retriever(config, run["data"]), "debias": "none",

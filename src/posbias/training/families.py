@@ -11,7 +11,14 @@ trainer test no family's name:
 - ``objective``: ``"module:function"`` of (model, batch, trainer) returning (loss, its parts for the log,
   the model outputs or None);
 - ``instances``: the Parquet schema of its training instances (:mod:`posbias.schemas`);
-- ``label``: what the loss figure calls its training data.
+- ``label``: what the loss figure calls its training data;
+- ``silver``: it trains on a teacher's silver labels (the ``silver_labels`` stage feeds it: the config checks
+  its teacher, the plan counts the teacher's passes, the OC-SFT settings table lists its λ and views);
+- ``augmented``: it trains on the augment stage's listwise sets (noaug / randaug / posaug: the augmentation
+  report and the objective × augmentation ablations read its methods).
+
+:func:`of` gives a training method's family, so the config, the plan, the rules and the tables read these
+traits instead of a family's name.
 
 The functions are named as strings and imported when a job runs them (:func:`posbias.registry.load`), so the rules import no torch.
 A collator with an ``epoch`` attribute is told each epoch (its views may depend on it).
@@ -23,7 +30,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from posbias import paths, registry
+from posbias import methods, paths, registry
+from posbias.config.experiments import silver_path
 
 
 @dataclass(frozen=True)
@@ -48,11 +56,11 @@ class TrainingFamily:
     objective: str
     instances: str
     label: Callable[[dict, object], str]
+    silver: bool = False
+    augmented: bool = False
 
 
 def _listwise_inputs(config: dict, run: dict) -> dict[str, str]:
-    from posbias import methods
-
     inputs = {"data": paths.train_data(run["data"], run["aug"])}
     if methods.get(run["method"]).needs_omega:
         inputs["omega"] = paths.propensity(config["propensity"]["model"], "omega")
@@ -60,9 +68,7 @@ def _listwise_inputs(config: dict, run: dict) -> dict[str, str]:
 
 
 def _pointwise_inputs(config: dict, run: dict) -> dict[str, str]:
-    from posbias import config as pbconfig
-
-    return {"data": pbconfig.silver_path(config, run), "queries": paths.data(run["data"], "queries"),
+    return {"data": silver_path(config, run), "queries": paths.data(run["data"], "queries"),
             "corpus": paths.data(run["data"], "corpus")}
 
 
@@ -71,15 +77,20 @@ FAMILIES: dict[str, TrainingFamily] = {
     "listwise": TrainingFamily(
         "First's rank and LM terms on listwise instances (First, DebiasFirst, the ablations)", _listwise_inputs,
         "posbias.training.listwise:read_inputs", "posbias.training.listwise:setup",
-        "posbias.training.listwise:trainer_objective", "listwise", lambda run, files: run["aug"]),
+        "posbias.training.listwise:trainer_objective", "listwise", lambda run, files: run["aug"], augmented=True),
     "pointwise": TrainingFamily(
         "the Grades scorer on silver-labelled windows and their views (OC-SFT and its baselines)", _pointwise_inputs,
         "posbias.training.pointwise:read_inputs", "posbias.training.pointwise:setup",
         "posbias.training.pointwise:trainer_objective", "pointwise",
-        lambda run, files: "silver " + Path(files["data"]).parent.name),
+        lambda run, files: "silver " + Path(files["data"]).parent.name, silver=True),
 }
 
 
 def get(name: str) -> TrainingFamily:
     """The registered family ``name``; ValueError naming the registered ones otherwise."""
     return registry.entry(FAMILIES, name, "training family")
+
+
+def of(method: str) -> TrainingFamily:
+    """The family of training method ``method`` (a name of :data:`posbias.methods.METHODS`)."""
+    return get(methods.get(method).family)
