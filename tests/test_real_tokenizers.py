@@ -208,7 +208,7 @@ def test_a_training_example_fits_the_context_with_its_whole_answer(tokenizers, d
     assert answer.replace(" ", "") == target_text(dl19.doc_ids, dl19.doc_ids).replace(" ", "")
 
 
-@pytest.mark.parametrize(("name", "hf_id", "mode", "style", "debias"), [
+@pytest.mark.parametrize(("name", "hf_id", "mode", "style", "method"), [
     ("zephyr", "HuggingFaceH4/zephyr-7b-beta", "first", "letters", "none"),
     ("zephyr", "castorini/rank_zephyr_7b_v1_full", "generation", "numbers", "capcal"),
     ("qwen2.5", "Qwen/Qwen2.5-7B-Instruct", "generation", "numbers", "capcal"),
@@ -221,7 +221,7 @@ def test_the_plan_counts_a_preset_model_off_disk_with_its_familys_real_tokenizer
     and tokens as counting with that tokenizer's folder on disk, marked an estimate and named. Before,
     the rule of thumb took "10" … "20" for one token each: sequential CapCal with numeric identifiers
     (capcal.yaml's ``*-numbers``) was planned without the extra forward pass a two-token number takes."""
-    from posbias import config, method, plan
+    from posbias import config, debias, plan
     from posbias.rerank import Candidates, rerank
 
     entry = {**config.model_defaults("causal_lm"), "kind": "causal_lm", "mode": mode, "identifiers": style}
