@@ -24,7 +24,7 @@ rule evaluate_run:
 
 rule retrieval_table:
     input:
-        [paths.retrieval_metrics(d, r) for d, r in GRID],
+        retrieval_summary=[paths.retrieval_metrics(d, r) for d, r in GRID],
     output:
         parquet="results/metrics/retrieval.parquet",
         table=report(
@@ -46,8 +46,11 @@ rule retrieval_table:
     params:
         provenance=REPORT_LINE,
         measures=config["evaluation"]["measures"],
+        tables={"retrieval": "table"},
+        figures={},
+        frames={"retrieval_summary": "parquet"},
     script:
-        "../workflow/scripts/retrieval_table.py"
+        "../workflow/scripts/report.py"
 
 
 rule evaluation:

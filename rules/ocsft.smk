@@ -105,7 +105,7 @@ rule decisions:
 
 rule decisions_table:
     input:
-        tables=[paths.decisions(*key) for key in DECISION_TARGETS],
+        decisions=[paths.decisions(*key) for key in DECISION_TARGETS],
     output:
         table=report(
             "results/tables/consumers.md",
@@ -127,8 +127,11 @@ rule decisions_table:
         provenance=REPORT_LINE,
         variants={m: pbconfig.variant_of(config["training"], m) for m, _, _ in DECISION_TARGETS},
         references=pbconfig.ocsft_variants(config),
+        tables={"consumers": "table"},
+        figures={},
+        frames={},
     script:
-        "../workflow/scripts/decisions_table.py"
+        "../workflow/scripts/report.py"
 
 
 rule pool_design:
@@ -165,7 +168,7 @@ rule pool_design:
 
 rule pool_figures:
     input:
-        [paths.pool(*key) for key in POOL_TARGETS],
+        pool=[paths.pool(*key) for key in POOL_TARGETS],
     output:
         psi=report("results/figures/pool_psi.png", caption="../docs/captions/pool.rst", category="OC-SFT"),
         psi_pdf="results/figures/pool_psi.pdf",
@@ -189,15 +192,18 @@ rule pool_figures:
         provenance=REPORT_LINE,
         variants={m: pbconfig.variant_of(config["training"], m) for m, _, _ in POOL_TARGETS},
         reference=config["ocsft"]["pool"]["reference"],
+        tables={},
+        figures={"pool_psi": "psi", "variance_decomposition": "variance"},
+        frames={"pool": "table"},
     script:
-        "../workflow/scripts/pool_figures.py"
+        "../workflow/scripts/report.py"
 
 
 rule stability_table:
     input:
-        tables=[stability_file((*key, "none")) for key in RERANKING_EXPERIMENTS],
-        queries=[stability_file((*key, "none"), "queries.parquet") for key in RERANKING_EXPERIMENTS],
-        train_benchmarks=sorted({f"benchmarks/train/{m}.tsv" for m, _, _ in RERANKING_EXPERIMENTS if m in TRAINED}),
+        stability=[stability_file((*key, "none")) for key in RERANKING_EXPERIMENTS],
+        stability_queries=[stability_file((*key, "none"), "queries.parquet") for key in RERANKING_EXPERIMENTS],
+        train_seconds=sorted({f"benchmarks/train/{m}.tsv" for m, _, _ in RERANKING_EXPERIMENTS if m in TRAINED}),
     output:
         table=report(
             "results/tables/stability.md",
@@ -245,13 +251,16 @@ rule stability_table:
         settings=pbconfig.pointwise_settings(config),
         dev=config["ocsft"]["dev"],
         base_pairs=pbconfig.base_pairs(config),
+        tables={"stability": "table", "ocsft_settings": "settings", "bases_pooled": "bases_table"},
+        figures={"bsc_curve": "figure", "bases_pooled": "bases"},
+        frames={},
     script:
-        "../workflow/scripts/stability_table.py"
+        "../workflow/scripts/report.py"
 
 
 rule stability_all:
     input:
-        queries=[stability_file(target, "queries.parquet") for target in STABILITY_TARGETS],
+        stability_queries=[stability_file(target, "queries.parquet") for target in STABILITY_TARGETS],
     output:
         table=report(
             "results/tables/stability_all.md",
@@ -272,8 +281,11 @@ rule stability_all:
     params:
         provenance=REPORT_LINE,
         variants={target[0]: pbconfig.variant_of(config["training"], target[0]) for target in STABILITY_TARGETS},
+        tables={"stability_all": "table"},
+        figures={},
+        frames={},
     script:
-        "../workflow/scripts/stability_all.py"
+        "../workflow/scripts/report.py"
 
 
 rule ocsft:

@@ -60,5 +60,8 @@ rule plan_check:
     params:
         planned=[keys for keys, _ in PLAN_COSTS],
         provenance=REPORT_LINE,
+        tables={"plan_check": "table"},
+        figures={},
+        frames={},
     script:
-        "../workflow/scripts/plan_check.py"
+        "../workflow/scripts/report.py"

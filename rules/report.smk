@@ -2,8 +2,8 @@
 # existing results; nothing here retrains or reranks. `snakemake --report results/report.html`
 # gathers them with their captions.
 
-PAPER_TABLES = list(paper.TABLES)
-PAPER_FIGURES = list(paper.FIGURES)
+PAPER_TABLES = paper.names(paper.TABLES, "paper_table")
+PAPER_FIGURES = paper.names(paper.FIGURES, "paper_figure")
 
 
 rule paper_table:
@@ -33,8 +33,11 @@ rule paper_table:
         provenance=REPORT_LINE,
         training=pbconfig.training_labels(config),
         reference=config["evaluation"]["reference"],
+        tables=lambda w: {w.table: "md"},
+        figures={},
+        frames={},
     script:
-        "../workflow/scripts/paper_table.py"
+        "../workflow/scripts/report.py"
 
 
 rule paper_figure:
@@ -62,8 +65,11 @@ rule paper_figure:
     params:
         provenance=REPORT_LINE,
         training=pbconfig.training_labels(config),
+        tables={},
+        figures=lambda w: {w.figure: "png"},
+        frames={},
     script:
-        "../workflow/scripts/paper_figure.py"
+        "../workflow/scripts/report.py"
 
 
 rule report:

@@ -157,8 +157,11 @@ rule rerank_tables:
         provenance=REPORT_LINE,
         window=config["reranking"]["window"],
         step=config["reranking"]["step"],
+        tables={"rerank": "table"},
+        figures={"position_curve_all": "figure"},
+        frames={},
     script:
-        "../workflow/scripts/rerank_tables.py"
+        "../workflow/scripts/report.py"
 
 
 rule reranking:

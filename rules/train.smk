@@ -29,7 +29,7 @@ rule augment:
 
 rule augmentation_report:
     input:
-        expand("results/train/{{dataset}}/{aug}.parquet", aug=["noaug", "randaug", "posaug"]),
+        position_ranks=expand("results/train/{{dataset}}/{aug}.parquet", aug=["noaug", "randaug", "posaug"]),
     output:
         table=report(
             "results/tables/augmentation_{dataset}.md",
@@ -55,8 +55,11 @@ rule augmentation_report:
         runtime=10,
     params:
         provenance=REPORT_LINE,
+        tables={"augmentation": "table"},
+        figures={"augmentation": "figure"},
+        frames={},
     script:
-        "../workflow/scripts/augmentation_report.py"
+        "../workflow/scripts/report.py"
 
 
 rule train:

@@ -477,12 +477,37 @@ def test_order_names_are_made_and_read_only_through_orders():
     assert not offenders, offenders
 
 
-def test_paper_registry_names_its_inputs():
-    for registry in (paper.TABLES, paper.FIGURES):
-        for name, entry in registry.items():
-            assert set(entry.inputs) <= set(paper.INPUTS), name
-            params = list(inspect.signature(entry.builder if registry is paper.TABLES else entry.drawer).parameters)
-            assert params[:len(entry.inputs)] == list(entry.inputs), (name, params)
+def _rule_block(rule: str) -> str:
+    for path in sorted((REPO / "rules").glob("*.smk")):
+        text = path.read_text()
+        if f"rule {rule}:" in text:
+            block = text.split(f"rule {rule}:", 1)[1]
+            return re.split(r"\n(?:rule |[A-Za-z_])", block, maxsplit=1)[0]
+    raise AssertionError(f"no rule {rule}")
+
+
+@pytest.mark.parametrize("kind", ["TABLES", "FIGURES", "FRAMES"])
+def test_every_report_entry_is_written_by_a_rule_that_gives_its_inputs(kind):
+    """Every table, figure and report data file is registered in ``posbias.paper`` with the rule that writes
+    it; that rule runs the one report script, names the entry in its params and gives every input the
+    builder takes: a kind of result file (``posbias.paper.inputs.READERS``) as a named input, or a config value
+    as a param (the papers' tables get their result files through ``paper_inputs``)."""
+    from posbias.paper.inputs import READERS
+
+    for name, entry in getattr(paper, kind).items():
+        block = _rule_block(entry.rule)
+        assert '"../workflow/scripts/report.py"' in block, (name, entry.rule)
+        assert f'"{name}"' in block or entry.rule in ("paper_table", "paper_figure"), (name, entry.rule)
+        given = set(paper.needs(entry)) if entry.rule in ("paper_table", "paper_figure") else set()
+        inputs = block.split("output:")[0]
+        params = block.split("params:")[1].split("script:")[0]
+        for key in set(entry.inputs) - given:
+            assert re.search(rf"\b{key}=", inputs if key in READERS else params), (name, entry.rule, key)
+        function = getattr(entry, {"TABLES": "builder", "FIGURES": "drawer", "FRAMES": "builder"}[kind])
+        function = registry.load(function) if isinstance(function, str) else function
+        params = list(inspect.signature(function).parameters)
+        assert params[:len(entry.inputs)] == list(entry.inputs) or kind != "TABLES" or entry.rule != "paper_table", \
+            (name, params)
 
 
 def test_defaults_come_from_the_schema():

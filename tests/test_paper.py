@@ -118,7 +118,7 @@ def test_figures_are_written_as_png_and_pdf(tmp_path):
     metrics = pl.concat([_metrics(m, orders, debias=d) for m in ("m-s1", "m-s2") for d in ("none", "permsc-window@3")]
                         + [_metrics(m, {"original": [0.7 + 0.1 * (m == "m-s2")] * 4}, debias="permsc@3")
                            for m in ("m-s1", "m-s2")])
-    for name in paper.FIGURES:
+    for name in paper.names(paper.FIGURES, "paper_figure"):
         paper.draw(name, tmp_path / f"{name}.png", metrics=metrics, curves=curves, training=TRAINING)
         assert (tmp_path / f"{name}.png").stat().st_size > 5_000
         assert (tmp_path / f"{name}.pdf").read_bytes()[:5] == b"%PDF-"
@@ -128,7 +128,7 @@ def test_figures_are_written_as_png_and_pdf(tmp_path):
     # per-window PermSC on the shuffled orders; list-level PermSC on its one (original) ranking
     assert by_k == pytest.approx({("permsc", 1): 0.55, ("permsc", 3): 0.75, ("permsc-window", 1): 0.55,
                                   ("permsc-window", 3): 0.55})
-    with pytest.raises(ValueError, match="unknown paper figure"):
+    with pytest.raises(ValueError, match="figure 'nope' is unknown; use one of: position_curve"):
         paper.draw("nope", tmp_path / "x.png", metrics=metrics, curves=curves, training=TRAINING)
     seeds = seed_curves(curves, TRAINING)
     assert seeds["seeds"].to_list() == [2, 2, 2] and seeds["target_ndcg10"].to_list() == pytest.approx([1.0, 0.7, 0.1])
@@ -166,7 +166,7 @@ LABEL_COLUMNS = {"original_vs_shuffled": {"model", "average"}, "retrievers": {"m
                  "versus_baselines": {"model"}}
 
 
-@pytest.mark.parametrize("name", list(paper.TABLES))
+@pytest.mark.parametrize("name", paper.names(paper.TABLES, "paper_table"))
 def test_markdown_and_latex_hold_every_cell_of_the_csv(tmp_path, name):
     """One result cell per CSV row (a long table: one view row per CSV row), and Markdown and LaTeX show
     every view row: no cell is dropped by a pivot, whatever the grid's shape."""

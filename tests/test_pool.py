@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 from posbias import pool
-from posbias.paper.pool_figures import pool_figures, pool_summary
+from posbias.paper.pool_figures import pool_psi_figure, variance_figure, pool_summary
 from posbias.rerank import Candidates
 from posbias.rerankers import Reranker, WindowResult, by_score
 from posbias.rerankers.simulated import SimulatedGrader
@@ -86,7 +86,8 @@ def test_summary_and_figures(tmp_path):
     assert rows["a"]["residual_vs_reference"] == 0.0 and rows["b"]["residual_vs_reference"] == 1.0
     with pytest.raises(ValueError, match="ocsft.pool.reference: 'c' is not a model"):
         pool_summary(pl.concat(tables), {}, reference="c")
-    pool_figures(summary, tmp_path / "psi.png", tmp_path / "var.png")
+    pool_psi_figure(summary, tmp_path / "psi.png")
+    variance_figure(summary, tmp_path / "var.png")
     assert all((tmp_path / f).stat().st_size > 1000 for f in ("psi.png", "psi.pdf", "var.png", "var.pdf"))
 
 

@@ -62,9 +62,8 @@ def _share(part: pl.Expr, whole: pl.Expr) -> pl.Expr:
     return pl.when(whole > 0).then(part / whole).otherwise(0.0)
 
 
-def pool_figures(summary: pl.DataFrame, psi_path: str | Path, variance_path: str | Path) -> None:
-    """Pool-PSI (bars, ± sd over seeds) and the within-document variance shares (stacked bars, each
-    labelled with its residual as a multiple of the reference's), one group per dataset."""
+def pool_psi_figure(summary: pl.DataFrame, path: str | Path) -> None:
+    """Pool-PSI (bars, ± sd over seeds), one group per dataset."""
     plt = pyplot()
     groups = list(summary.group_by("dataset", "retriever", maintain_order=True))
     fig, axes = plt.subplots(1, len(groups), figsize=(4.5 * len(groups), 3.6), squeeze=False, constrained_layout=True)
@@ -74,7 +73,14 @@ def pool_figures(summary: pl.DataFrame, psi_path: str | Path, variance_path: str
         ax.set_xticks(x, part["variant"], rotation=30, ha="right", fontsize=7)
         ax.set(title=f"{dataset} · {retriever}", ylabel="Pool-PSI (lower = fewer companion effects)")
         ax.grid(axis="y", alpha=0.3)
-    save_figure(fig, psi_path, 120)
+    save_figure(fig, path, 120)
+
+
+def variance_figure(summary: pl.DataFrame, path: str | Path) -> None:
+    """The within-document variance shares (stacked bars, each labelled with its residual as a multiple
+    of the reference's), one group per dataset."""
+    plt = pyplot()
+    groups = list(summary.group_by("dataset", "retriever", maintain_order=True))
     fig, axes = plt.subplots(1, len(groups), figsize=(4.5 * len(groups), 3.6), squeeze=False, constrained_layout=True)
     colours = {"companion_coupling": "tab:orange", "slot_effect": "tab:red"}
     for ax, ((dataset, retriever), part) in zip(axes[0], groups):
@@ -88,4 +94,4 @@ def pool_figures(summary: pl.DataFrame, psi_path: str | Path, variance_path: str
         ax.set_xticks(x, part["variant"], rotation=30, ha="right", fontsize=7)
         ax.set(title=f"{dataset} · {retriever}", ylabel="share of within-document score variance", ylim=(0, 1.1))
     axes[0][0].legend(fontsize=7, loc="lower left")
-    save_figure(fig, variance_path, 120)
+    save_figure(fig, path, 120)

@@ -131,6 +131,12 @@ def actual(files: list[tuple[dict, str]]) -> pl.DataFrame:
                                       "seconds": pl.Float64})
 
 
+def checked_table(planned: pl.DataFrame, costs: list[str], keys: list[dict]):
+    """The plan-check table: the plan's rows beside the cost files a run wrote (``costs``, each with its plan
+    ``keys``), summed per family and model (:func:`check_table`)."""
+    return check_table(versus_run(planned, actual(list(zip(keys, costs)))))
+
+
 def check_table(checked: pl.DataFrame):
     """:func:`versus_run`'s rows summed per family and model, as a :class:`posbias.paper.writers.Table`:
     planned and actual calls and tokens, how many job orders match, and actual / planned model seconds."""

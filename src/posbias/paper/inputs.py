@@ -1,0 +1,61 @@
+"""The kinds of result file the reporting layer reads, each with how its files are read.
+
+A report rule names its inputs by these kinds (``metrics: [...]``, ``stability: [...]``); the report script
+reads each with :func:`read` and hands the registered builders the inputs they declare (the config's values,
+such as ``training`` or ``variants``, come as the rule's params instead). One reader per kind, so every
+table that reads a kind reads it the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import polars as pl
+
+from posbias import metrics, schemas
+from posbias.augment import position_rank_table
+
+
+def _concat(schema: str) -> Callable[[list[str]], pl.DataFrame]:
+    def read(files: list[str]) -> pl.DataFrame:
+        return pl.concat([schemas.read(p, schema) for p in files])
+
+    return read
+
+
+def _train_seconds(files: list[str]) -> dict[str, float]:
+    """A training job's measured seconds (its Snakemake benchmark TSV), by model."""
+    return {Path(p).stem: float(pl.read_csv(p, separator="\t")["s"][0]) for p in files}
+
+
+def _position_ranks(files: list[str]) -> dict[str, pl.DataFrame]:
+    """Per augmentation (the file's stem, in the rule's order): the input position of the teacher's best passage."""
+    return {Path(p).stem: position_rank_table(schemas.read(p, "listwise")) for p in files}
+
+
+READERS: dict[str, Callable[[list[str]], object]] = {
+    "metrics": _concat("rerank_metrics"),
+    "summaries": _concat("rerank_summary"),
+    "curves": _concat("position_curve"),
+    "first_stage": _concat("metrics"),
+    "retrieval_summary": lambda files: metrics.aggregate(_concat("metrics")(files)),
+    "stability": _concat("stability"),
+    "stability_queries": _concat("stability_queries"),
+    "decisions": _concat("decisions"),
+    "pool": _concat("pool"),
+    "position_ranks": _position_ranks,
+    "train_seconds": _train_seconds,
+    "plan": lambda files: pl.read_parquet(files[0]),
+    "costs": list,  # paths: the plan check reads each with its planned keys
+}
+
+
+def read(named: Iterable[tuple[str, str | list[str]]]) -> dict[str, object]:
+    """Each (kind, files) pair read by its kind's reader; ValueError naming the kinds for an unknown one."""
+    out = {}
+    for kind, files in named:
+        if kind not in READERS:
+            raise ValueError(f"report input {kind!r} is not a kind of result file; use one of {', '.join(READERS)}")
+        out[kind] = READERS[kind]([files] if isinstance(files, str) else list(files))
+    return out
