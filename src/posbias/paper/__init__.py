@@ -190,8 +190,8 @@ FIGURES: dict[str, PaperFigure] = {
 FRAMES: dict[str, PaperFrame] = {
     "retrieval_summary": PaperFrame("every first-stage run's mean per measure", ("retrieval_summary",),
                                     lambda summary: summary, "retrieval_table", "summary"),
-    "pool": PaperFrame("Pool-PSI and the variance shares per pool design and variant", ("pool", "variants", "reference"),
-                       pool_summary, "pool_figures"),
+    "pool": PaperFrame("Pool-PSI and the variance shares per pool design and variant",
+                       ("pool", "variants", "reference"), pool_summary, "pool_figures"),
 }
 
 def needs(entry: PaperTable | PaperFigure) -> set[str]:
