@@ -50,8 +50,16 @@ INPUTS = ("metrics", "summaries", "curves", "first_stage", "training", "referenc
 CONFIG_INPUTS = ("training", "reference")
 
 
+class _Titled:
+    """An entry whose title is its description (in the one-line error for an unknown name)."""
+
+    @property
+    def description(self) -> str:
+        return self.title
+
+
 @dataclass(frozen=True)
-class PaperTable:
+class PaperTable(_Titled):
     """A table: its title (formatted with the job's wildcards), the inputs its builder takes, in order, the
     builder (a function, or ``"module:function"`` for one outside the reporting layer, imported when a job
     builds it) and the rule that writes it."""
@@ -61,23 +69,15 @@ class PaperTable:
     builder: Callable[..., Table] | str
     rule: str = "paper_table"
 
-    @property
-    def description(self) -> str:
-        return self.title
-
 
 @dataclass(frozen=True)
-class PaperFigure:
+class PaperFigure(_Titled):
     """A figure: its title, the inputs its drawer takes (then the path) and the rule that draws it."""
 
     title: str
     inputs: tuple[str, ...]
     drawer: Callable
     rule: str = "paper_figure"
-
-    @property
-    def description(self) -> str:
-        return self.title
 
 
 @dataclass(frozen=True)
