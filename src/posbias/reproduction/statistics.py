@@ -72,7 +72,7 @@ def _files(source: str, debias_default: str | None = "none") -> Callable[[dict, 
 
 
 def _list_level(method: str) -> bool:
-    """Whether a method value aggregates K reranked lists into one (PermSC over the shuffles)."""
+    """Whether a debias value aggregates K reranked lists into one (PermSC over the shuffles)."""
     try:
         return debias.parse(method).level == "list"
     except ValueError:
