@@ -290,11 +290,6 @@ def qa_inputs(wildcards):
     return {part: paths.data(wildcards.dataset, part) for part in ("queries", "corpus", "answers")}
 
 
-def stability_file(target, suffix="parquet"):
-    """The stability table of one (model, dataset, retriever, debias) target."""
-    return paths.stability(*target, suffix)
-
-
 def training_inputs(wildcards):
     """The train rule's inputs: the base model, a DeepSpeed config, and what the method's family reads
     (posbias.training.families: listwise instances (+ omega), or silver labels with queries and corpus)."""

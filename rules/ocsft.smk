@@ -201,8 +201,8 @@ rule pool_figures:
 
 rule stability_table:
     input:
-        stability=[stability_file((*key, "none")) for key in RERANKING_EXPERIMENTS],
-        stability_queries=[stability_file((*key, "none"), "queries.parquet") for key in RERANKING_EXPERIMENTS],
+        stability=[paths.stability(*key, "none") for key in RERANKING_EXPERIMENTS],
+        stability_queries=[paths.stability(*key, "none", "queries.parquet") for key in RERANKING_EXPERIMENTS],
         train_seconds=sorted({f"benchmarks/train/{m}.tsv" for m, _, _ in RERANKING_EXPERIMENTS if m in TRAINED}),
     output:
         table=report(
@@ -260,7 +260,7 @@ rule stability_table:
 
 rule stability_all:
     input:
-        stability_queries=[stability_file(target, "queries.parquet") for target in STABILITY_TARGETS],
+        stability_queries=[paths.stability(*target, "queries.parquet") for target in STABILITY_TARGETS],
     output:
         table=report(
             "results/tables/stability_all.md",

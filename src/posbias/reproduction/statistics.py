@@ -45,14 +45,14 @@ def path(source: str, model: str | None = None, dataset: str | None = None, retr
          debias: str | None = None) -> str:
     """Where the workflow writes ``source``'s results for one system (the rules' own paths)."""
     return {
-        "retrieval": lambda: paths.retrieval_metrics(dataset, retriever),
-        "rerank": lambda: paths.rerank_metrics(model, dataset, retriever, debias),
-        "stability": lambda: paths.stability(model, dataset, retriever, debias),
-        "decisions": lambda: paths.decisions(model, dataset, retriever),
-        "pool": lambda: paths.pool(model, dataset, retriever),
-        "propensity": lambda: paths.propensity(model, "samples"),
-        "listwise": lambda: paths.data(dataset, "listwise"),
-    }[source]()
+        "retrieval": paths.retrieval_metrics(dataset, retriever),
+        "rerank": paths.rerank_metrics(model, dataset, retriever, debias),
+        "stability": paths.stability(model, dataset, retriever, debias),
+        "decisions": paths.decisions(model, dataset, retriever),
+        "pool": paths.pool(model, dataset, retriever),
+        "propensity": paths.propensity(model, "samples"),
+        "listwise": paths.data(dataset, "listwise"),
+    }[source]
 
 
 def _systems(bound: dict) -> list[dict]:
