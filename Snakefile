@@ -62,7 +62,7 @@ localrules:
     rerank_tables,
     augmentation_report,
     stability_table,
-    stability_all,
+    frontier,
     decisions_table,
     pool_figures,
     paper_table,

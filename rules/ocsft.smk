@@ -60,7 +60,7 @@ rule stability:
         runtime=30,
     params:
         orders=lambda w: stability_orders(w),
-        ocsft={k: config["ocsft"][k] for k in ("bsc_k", "grid_points", "presentations")},
+        ocsft={k: config["ocsft"][k] for k in ("bsc_k", "grid_points", "presentations", "adaptive")},
         relevant_grade=config["reranking"]["relevant_grade"],
         combine=lambda w: stability_combine(w),
     script:
@@ -258,21 +258,29 @@ rule stability_table:
         "../workflow/scripts/report.py"
 
 
-rule stability_all:
+rule frontier:
     input:
         stability_queries=[paths.stability(*target, "queries.parquet") for target in STABILITY_TARGETS],
+        stability=[paths.stability(*target) for target in STABILITY_TARGETS],
+        decisions=[paths.decisions(*target) for target in DECISION_TARGETS],
     output:
         table=report(
-            "results/tables/stability_all.md",
-            caption="../docs/captions/stability_all.rst",
-            category="OC-SFT",
+            "results/tables/frontier.md",
+            caption="../docs/captions/frontier.rst",
+            category="Frontier",
         ),
-        csv="results/tables/stability_all.csv",
-        tex="results/tables/stability_all.tex",
+        csv="results/tables/frontier.csv",
+        tex="results/tables/frontier.tex",
+        figure=report(
+            "results/figures/frontier.png",
+            caption="../docs/captions/frontier.rst",
+            category="Frontier",
+        ),
+        figure_pdf="results/figures/frontier.pdf",
     log:
-        "logs/tables/stability_all.log",
+        "logs/tables/frontier.log",
     benchmark:
-        "benchmarks/tables/stability_all.tsv"
+        "benchmarks/tables/frontier.tsv"
     conda:
         "../envs/eval.yaml"
     resources:
@@ -281,8 +289,9 @@ rule stability_all:
     params:
         provenance=REPORT_LINE,
         variants={target[0]: pbconfig.variant_of(config["training"], target[0]) for target in STABILITY_TARGETS},
-        tables={"stability_all": "table"},
-        figures={},
+        references=config["frontier"]["references"],
+        tables={"frontier": "table"},
+        figures={"frontier": "figure"},
         frames={},
     script:
         "../workflow/scripts/report.py"
@@ -293,4 +302,4 @@ rule ocsft:
         rules.stability_table.output if RERANKING_EXPERIMENTS else [],
         rules.decisions_table.output if DECISION_TARGETS else [],
         rules.pool_figures.output if POOL_TARGETS else [],
-        rules.stability_all.output if STABILITY_TARGETS else [],
+        rules.frontier.output if STABILITY_TARGETS else [],

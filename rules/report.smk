@@ -80,8 +80,8 @@ rule report:
         rules.stability_table.output if RERANKING_EXPERIMENTS else [],
         rules.decisions_table.output if DECISION_TARGETS else [],
         rules.pool_figures.output if POOL_TARGETS else [],
-        # listwise and pointwise rerankers on the same stability metrics (rule stability_all)
-        rules.stability_all.output if STABILITY_TARGETS else [],
+        # every method on one stability × cost frontier (rule frontier)
+        rules.frontier.output if STABILITY_TARGETS else [],
         # the compute plan beside the run (rules/plan.smk)
         rules.plan_check.output,
         # the papers' figures beside the run (rule reproduction, below)

@@ -240,13 +240,14 @@ def test_versus_baselines_tests_each_baseline_against_the_reference_with_holm():
 
 def _stability_rows(model, dataset, tau, jaccard, n=20):
     """A plain scorer's (K = 1) stability row and its per-query rows: per-query τ-PSI ``tau + 0.01 q``."""
-    per_query = pl.DataFrame({"model": model, "dataset": dataset, "retriever": "bm25", "k": 1,
+    per_query = pl.DataFrame({"model": model, "dataset": dataset, "retriever": "bm25", "k": 1, "budget": "fixed",
                               "query_id": [f"q{q}" for q in range(n)], "ndcg10": 0.5,
                               "tau_psi": [tau + 0.01 * q for q in range(n)], "jaccard": jaccard, "tie_rate": 0.0,
                               "dispersion": 0.2, "top10_instability": 0.1})
-    row = pl.DataFrame({"model": model, "dataset": dataset, "retriever": "bm25", "k": 1, "presentations": 8,
-                        "queries": n, "ndcg10_canonical": 0.5, "ndcg10": 0.5, "tau_psi": per_query["tau_psi"].mean(),
-                        "jaccard": jaccard, "threshold": 0.5, "f1": 0.7, "calls_per_query": 1.0, "tie_rate": 0.0,
+    row = pl.DataFrame({"model": model, "dataset": dataset, "retriever": "bm25", "k": 1, "budget": "fixed",
+                        "presentations": 8, "queries": n, "ndcg10_canonical": 0.5, "ndcg10": 0.5,
+                        "tau_psi": per_query["tau_psi"].mean(), "jaccard": jaccard, "threshold": 0.5, "f1": 0.7,
+                        "calls_per_query": 1.0, "tokens_per_query": 100.0, "draws": 1.0, "tie_rate": 0.0,
                         "dispersion": 0.2, "top10_instability": 0.1})
     return row, per_query.with_columns(pl.col("k").cast(pl.Int32))
 
@@ -291,32 +292,77 @@ def test_ocsft_settings_choose_lambda_on_held_out_quality_only():
     assert result.data.filter(pl.col("variant") == "l20")["tau_psi"][0] == pytest.approx(0.10 + 0.01 * 9.5)
 
 
-def test_stability_all_puts_both_families_on_the_queries_every_row_scored():
-    """Rows from a listwise model (plain, CapCal, PermSC@2) and a pointwise scorer (plain, BSC@2) over
-    their common queries only; seeds averaged into one row with an sd."""
-    rows = []
-    for model, family, debias, k, n, psi in (("lw-s1", "listwise", "none", 1, 20, 0.4), ("lw-s2", "listwise", "none", 1, 20, 0.2),
-                                             ("lw-s1", "listwise", "capcal", 1, 20, 0.1),
-                                             ("lw-s1", "listwise", "none", 2, 20, 0.05),
-                                             ("pw", "pointwise", "none", 1, 10, 0.3), ("pw", "pointwise", "none", 2, 10, 0.2)):
+def _frontier_inputs():
+    """Per-query and row stability of a listwise model over two seeds (plain, CapCal, PermSC@2, PermSC@≤4
+    adaptive) and a pointwise scorer (plain, BSC@2) on dataset d; the pointwise one scored q0-q9 only."""
+    rows, tables = [], []
+    for model, family, debias, k, budget, n, psi, draws, calls in (
+            ("lw-s1", "listwise", "none", 1, "fixed", 20, 0.4, 1.0, 2.0),
+            ("lw-s2", "listwise", "none", 1, "fixed", 20, 0.2, 1.0, 2.0),
+            ("lw-s1", "listwise", "capcal", 1, "fixed", 20, 0.1, 1.0, 4.0),
+            ("lw-s1", "listwise", "none", 2, "fixed", 20, 0.05, 2.0, 4.0),
+            ("lw-s1", "listwise", "none", 4, "adaptive", 20, 0.05, 2.5, 5.0),
+            ("pw", "pointwise", "none", 1, "fixed", 10, 0.3, 1.0, 1.0),
+            ("pw", "pointwise", "none", 2, "fixed", 10, 0.2, 2.0, 2.0)):
         rows.append(pl.DataFrame({"model": model, "dataset": "d", "retriever": "bm25", "debias": debias, "family": family,
-                                  "k": k, "query_id": [f"q{q}" for q in range(n)], "ndcg10": 0.5,
-                                  "tau_psi": [psi + (0.5 if q >= 10 else 0.0) for q in range(n)], "jaccard": 0.9,
-                                  "tie_rate": 0.0, "dispersion": 0.1, "top10_instability": 0.2,
-                                  "plain_shift": 0.25 if debias == "capcal" else float("nan")}))
+                                  "k": k, "budget": budget, "query_id": [f"q{q}" for q in range(n)], "ndcg10": 0.5,
+                                  "tau_psi": [psi + (0.5 if q >= 10 else 0.0) + 0.001 * q for q in range(n)],
+                                  "jaccard": 0.9, "tie_rate": 0.0, "dispersion": 0.1, "top10_instability": 0.2,
+                                  "plain_shift": 0.25 if debias == "capcal" else float("nan"), "draws": draws}))
+        tables.append({"model": model, "dataset": "d", "retriever": "bm25", "debias": debias, "k": k, "budget": budget,
+                       "draws": draws, "calls_per_query": calls, "tokens_per_query": 100 * calls})
     per_query = pl.concat(rows).with_columns(pl.col("k").cast(pl.Int32))
     single = per_query.filter(pl.col("model") == "pw").with_columns(k=pl.lit(3, pl.Int32), tau_psi=float("nan"))
-    result = paper.stability_all(pl.concat([per_query, single]), {"lw-s1": "lw", "lw-s2": "lw"})
+    stability = pl.DataFrame(tables).with_columns(pl.col("k").cast(pl.Int32))
+    return pl.concat([per_query, single]), stability
+
+
+def test_the_frontier_puts_every_method_on_the_queries_every_row_scored_with_its_cost():
+    """Rows from both families over their common queries only; seeds averaged into one row with an sd;
+    calls and tokens per query are the draws × one draw's cost; the adaptive row is labelled as such."""
+    per_query, stability = _frontier_inputs()
+    result = paper.frontier(per_query, stability, {"lw-s1": "lw", "lw-s2": "lw"}, [])
     got = {(r["variant"], r["method"]): r for r in result.data.iter_rows(named=True)}
     # bsc@3 had one presentation (τ-PSI NaN): no row
-    assert set(got) == {("lw", "none"), ("lw", "capcal"), ("lw", "permsc@2"), ("pw", "none"), ("pw", "bsc@2")}
+    assert set(got) == {("lw", "none"), ("lw", "capcal"), ("lw", "permsc@2"), ("lw", "permsc@≤4 adaptive"),
+                        ("pw", "none"), ("pw", "bsc@2")}
     assert all(r["queries"] == 10 for r in got.values())  # q10-q19 were not scored by the pointwise scorer
-    assert got[("lw", "none")]["tau_psi"] == pytest.approx(0.3) and got[("lw", "none")]["seeds"] == 2
+    assert got[("lw", "none")]["tau_psi"] == pytest.approx(0.3045) and got[("lw", "none")]["seeds"] == 2
     assert got[("lw", "none")]["tau_psi_sd"] == pytest.approx(0.1414, abs=1e-4)
-    assert got[("pw", "bsc@2")]["tau_psi"] == pytest.approx(0.2)
+    assert got[("lw", "permsc@≤4 adaptive")]["calls"] == pytest.approx(5.0)
+    assert got[("lw", "permsc@≤4 adaptive")]["tokens"] == pytest.approx(500.0)
     assert got[("lw", "capcal")]["plain_shift"] == pytest.approx(0.25) and math.isnan(got[("lw", "none")]["plain_shift"])
     shifts = {(r["model"], r["method"]): r["shift from plain"] for r in result.view.iter_rows(named=True)}
     assert shifts[("lw", "capcal")].startswith("0.250") and shifts[("lw", "none")] == "–"
+    assert result.data["calls"].to_list() == sorted(result.data["calls"].to_list())  # cheapest first
+
+
+def test_pareto_front_known_answers():
+    from posbias.paper.frontier import pareto
+
+    points = [(1.0, 0.5), (2.0, 0.3), (2.0, 0.4), (4.0, 0.3), (8.0, 0.1), (1.0, float("nan"))]
+    assert pareto(points, ("min", "min")) == [True, True, False, False, True, False]
+    assert pareto([(0.7, 0.2), (0.6, 0.1), (0.5, 0.3)], ("max", "min")) == [True, True, False]
+    assert pareto([(1.0, 1.0), (1.0, 1.0)], ("min", "min")) == [True, True]  # ties dominate neither
+
+
+def test_the_frontier_marks_its_fronts_and_tests_each_row_against_the_reference(tmp_path):
+    """The cheapest stable rows are on the cost front; rows steadier than the reference on every query
+    carry † after Holm's correction; the figure is written."""
+    per_query, stability = _frontier_inputs()
+    result = paper.frontier(per_query, stability, {"lw-s1": "lw", "lw-s2": "lw"}, ["absent", "pw"])
+    got = {(r["variant"], r["method"]): r for r in result.data.iter_rows(named=True)}
+    assert got[("pw", "none")]["cost_front"]  # 1 call: the cheapest
+    assert got[("lw", "permsc@2")]["cost_front"] and not got[("lw", "permsc@≤4 adaptive")]["cost_front"]
+    assert not got[("lw", "none")]["cost_front"]  # pw is cheaper, lw-none is not steadier than capcal at 4 calls
+    assert got[("lw", "capcal")]["p_holm_tau_psi"] < 0.05
+    view = {(r["model"], r["method"]): r for r in result.view.iter_rows(named=True)}
+    assert view[("lw", "capcal")]["τ-PSI"].endswith("†") and view[("pw (ref.)", "none")]["τ-PSI"][-1] != "†"
+    assert "front" in view[("lw", "permsc@2")] and "cost" in view[("lw", "permsc@2")]["front"]
+    from posbias.paper.frontier import frontier_figure
+
+    frontier_figure(per_query, stability, {"lw-s1": "lw"}, None, tmp_path / "frontier.png")
+    assert (tmp_path / "frontier.png").stat().st_size > 10_000 and (tmp_path / "frontier.pdf").exists()
 
 
 def test_the_pooled_over_bases_comparison_pairs_ocsft_with_single_order_per_base(tmp_path):

@@ -171,13 +171,13 @@ def test_the_stability_table_reports_a_methods_shift_only_with_its_plain_runs():
               {"q": {"a": 1.0, "b": 2.0, "c": 3.0}}]
     keys = {"model": "m", "dataset": "d", "retriever": "r", "debias": "rename@1", "family": "pointwise"}
     runs = [_run(s) for s in scores]
-    table, per_query = stability.stability_table(runs[0], runs[1:], qrels, 1, [1], keys, 1.0, combine=None,
+    table, per_query = stability.stability_table(runs[0], runs[1:], qrels, 1, [1], keys, {"calls": 1.0, "prompt_tokens": 1.0}, combine=None,
                                                  plain_runs=runs)
     assert table["plain_shift"].to_list() == [0.0] and per_query["plain_shift"].to_list() == [0.0]
-    table, _ = stability.stability_table(runs[0], runs[1:], qrels, 1, [1], keys, 1.0, combine=None,
+    table, _ = stability.stability_table(runs[0], runs[1:], qrels, 1, [1], keys, {"calls": 1.0, "prompt_tokens": 1.0}, combine=None,
                                          plain_runs=[runs[0]] * 3)
     assert table["plain_shift"].to_list() == pytest.approx([(0 + 1 / 3 + 1) / 3])
-    table, _ = stability.stability_table(runs[0], runs[1:], qrels, 1, [1], keys, 1.0, combine=None)
+    table, _ = stability.stability_table(runs[0], runs[1:], qrels, 1, [1], keys, {"calls": 1.0, "prompt_tokens": 1.0}, combine=None)
     assert np.isnan(table["plain_shift"][0])
 
 

@@ -35,6 +35,8 @@ def coll():
 
 
 KEYS = {"model": "m", "dataset": "d", "retriever": "r", "debias": "none", "family": "pointwise"}
+COST = {"calls": 4.0, "prompt_tokens": 400.0}  # one presentation's mean per query
+ONE_CALL = {"calls": 1.0, "prompt_tokens": 100.0}
 
 
 def scored_runs(coll, scorer, shuffles):
@@ -51,7 +53,7 @@ def table(coll, order_noise, shuffles=20, ks=(1, 10)):
     c, _ = coll
     scorer = SimulatedGrader(grades_by_query(c.qrels), window=10, noise=0.3, order_noise=order_noise, seed=3)
     runs, qrels = scored_runs(coll, scorer, shuffles)
-    return stability_table(runs[0], runs[1:], qrels, 1, list(ks), KEYS, 4.0,
+    return stability_table(runs[0], runs[1:], qrels, 1, list(ks), KEYS, COST,
                            presentations=None)[0]
 
 
@@ -59,7 +61,7 @@ def test_per_query_rows_average_to_the_table(coll):
     c, _ = coll
     scorer = SimulatedGrader(grades_by_query(c.qrels), window=10, noise=0.3, order_noise=1.0, seed=3)
     runs, qrels = scored_runs(coll, scorer, 4)
-    summary, per_query = stability_table(runs[0], runs[1:], qrels, 1, [1, 2], KEYS, 4.0)
+    summary, per_query = stability_table(runs[0], runs[1:], qrels, 1, [1, 2], KEYS, COST)
     for k in (1, 2):
         row, queries = summary.filter(pl.col("k") == k).row(0, named=True), per_query.filter(pl.col("k") == k)
         assert queries.height == row["queries"]
@@ -155,11 +157,71 @@ def test_listwise_rankings_get_permsc_presentations(coll):
             shown = present_candidates(first, c.queries, c.corpus, grades_by_query(c.qrels), orders.parse(name), 7, 40,
                                        1, 40)
             runs.append(rerank(reranker, shown.lists, window=40, step=40)[0])
-        table, _ = stability_table(runs[0], runs[1:], c.qrels, 1, [1, 3], keys, 1.0, combine="permsc",
+        table, _ = stability_table(runs[0], runs[1:], c.qrels, 1, [1, 3], keys, ONE_CALL, combine="permsc",
                                    aggregation="kemeny")
         assert table["presentations"].to_list() == [6, 2]
         psi[strength] = table["tau_psi"].to_list()
-        only_plain, _ = stability_table(runs[0], runs[1:], c.qrels, 1, [1, 3], keys, 1.0, combine=None)
+        only_plain, _ = stability_table(runs[0], runs[1:], c.qrels, 1, [1, 3], keys, ONE_CALL, combine=None)
         assert only_plain["k"].to_list() == [1]
     assert psi[0.0] == pytest.approx([0.0, 0.0], abs=1e-12)
     assert psi[2.0][1] < psi[2.0][0]  # PermSC@3 is steadier than one pass of the biased ranker
+
+
+def test_stopping_draw_known_answers():
+    """Stop after the first draw n whose aggregate's top d equals that of the ``patience`` draws before it."""
+    from posbias.debias.adaptive import settled, stopping_draw
+
+    a, b, c = ["x", "y", "z"], ["y", "x", "z"], ["x", "y", "w"]
+    assert stopping_draw([a, a, a, a], patience=2, depth=3) == 3  # unchanged after draws 2 and 3
+    assert stopping_draw([a, b, a, a, a], patience=2, depth=3) == 5
+    assert stopping_draw([a, b, a, b, a], patience=1, depth=3) == 5  # never settles: the cap
+    assert stopping_draw([a, c, c], patience=1, depth=2) == 2  # only the top 2 must hold
+    assert stopping_draw([a, c, c], patience=1, depth=3) == 3
+    assert stopping_draw([a], patience=1, depth=3) == 1
+    assert not settled([a, a], patience=2, depth=3) and settled([b, a, a, a], patience=2, depth=3)
+    with pytest.raises(ValueError, match="patience"):
+        stopping_draw([a, a], patience=0, depth=3)
+
+
+def test_adaptive_bsc_and_permsc_stop_early_only_on_settled_aggregates():
+    """An order-free scorer stops after patience + 1 draws with BSC's mean; one whose top flips each
+    draw pays the cap and gets BSC@K's (PermSC@K's) aggregate exactly."""
+    from posbias.debias import maths
+    from posbias.debias.adaptive import adaptive_bsc, adaptive_permsc
+
+    same = [{"a": 3.0, "b": 2.0, "c": 1.0}] * 6
+    scores, n = adaptive_bsc(same, patience=2, depth=3)
+    assert n == 3 and scores == {"a": 3.0, "b": 2.0, "c": 1.0}
+    flipping = [{"a": 3.0 if i % 2 else 0.0, "b": 1.5, "c": 1.0} for i in range(5)]  # a's mean crosses b's
+    scores, n = adaptive_bsc(flipping, patience=2, depth=1)
+    assert n == 5 and scores == {d: float(np.mean([s[d] for s in flipping])) for d in "abc"}
+    central, n = adaptive_permsc([["a", "b", "c"]] * 4, "kemeny", patience=1, depth=3)
+    assert (central, n) == (["a", "b", "c"], 2)
+    lists = [["a", "b", "c"], ["b", "a", "c"], ["c", "b", "a"], ["a", "c", "b"]]
+    central, n = adaptive_permsc(lists, "borda", patience=3, depth=3)
+    assert n == 4 and central == maths.aggregate(lists, "borda")
+
+
+def test_adaptive_rows_pay_fewer_draws_for_a_stable_scorer(coll):
+    """The adaptive row shares the fixed K's presentations; a stable scorer stops early (draws ≤ the
+    patience + 1 floor for an order-free one), an order-sensitive one draws more, and calls and tokens
+    are the draws × one presentation's cost."""
+    c, _ = coll
+    draws = {}
+    for order_noise in (0.0, 1.5):
+        scorer = SimulatedGrader(grades_by_query(c.qrels), window=10, noise=0.3, order_noise=order_noise, seed=3)
+        runs, qrels = scored_runs(coll, scorer, 12)
+        t, per_query = stability_table(runs[0], runs[1:], qrels, 1, [1, 6], KEYS, COST, presentations=None,
+                                       adaptive={"caps": [6], "patience": 2, "depth": 5})
+        fixed, adaptive = (t.filter((pl.col("k") == 6) & (pl.col("budget") == b)).row(0, named=True)
+                           for b in ("fixed", "adaptive"))
+        assert fixed["presentations"] == adaptive["presentations"] == 2 and fixed["draws"] == 6.0
+        assert 3.0 <= adaptive["draws"] <= 6.0
+        assert adaptive["calls_per_query"] == pytest.approx(4.0 * adaptive["draws"])
+        assert adaptive["tokens_per_query"] == pytest.approx(400.0 * adaptive["draws"])
+        queries = per_query.filter(pl.col("budget") == "adaptive")
+        assert queries["draws"].mean() == pytest.approx(adaptive["draws"])
+        draws[order_noise] = adaptive["draws"]
+        if order_noise == 0.0:
+            assert adaptive["draws"] == 3.0 and adaptive["tau_psi"] == fixed["tau_psi"] == pytest.approx(0.0, abs=1e-12)
+    assert draws[1.5] > draws[0.0]

@@ -191,7 +191,7 @@ POINTWISE = pa.schema(
         ("targets", pa.list_(pa.float64())),
     ]
 )
-# Decision stability of a scorer: one row per K; K = 1 is the plain model (or debiasing method), K > 1 BSC@K
+# Decision stability of a scorer: one row per K and budget; K = 1 is the plain model (or debiasing method), K > 1 BSC@K
 # (pointwise family) or PermSC@K (listwise family, debias none).
 STABILITY = pa.schema(
     [
@@ -201,6 +201,7 @@ STABILITY = pa.schema(
         ("debias", pa.string()),
         ("family", pa.string()),
         ("k", pa.int32()),
+        ("budget", pa.string()),
         ("presentations", pa.int64()),
         ("queries", pa.int64()),
         ("ndcg10_canonical", pa.float64()),
@@ -210,6 +211,8 @@ STABILITY = pa.schema(
         ("threshold", pa.float64()),
         ("f1", pa.float64()),
         ("calls_per_query", pa.float64()),
+        ("tokens_per_query", pa.float64()),
+        ("draws", pa.float64()),
         ("tie_rate", pa.float64()),
         ("dispersion", pa.float64()),
         ("top10_instability", pa.float64()),
@@ -219,9 +222,9 @@ STABILITY = pa.schema(
 # The same per query (K = 1: the plain scorer; K > 1: BSC@K or PermSC@K), for paired tests between
 # methods: STABILITY's keys, the query, and the per-query values.
 STABILITY_QUERY_VALUES = ("ndcg10", "tau_psi", "jaccard", "tie_rate", "dispersion", "top10_instability",
-                          "plain_shift")
+                          "plain_shift", "draws")
 STABILITY_QUERIES = pa.schema(
-    [STABILITY.field(n) for n in ("model", "dataset", "retriever", "debias", "family", "k")]
+    [STABILITY.field(n) for n in ("model", "dataset", "retriever", "debias", "family", "k", "budget")]
     + [pa.field("query_id", pa.string())]
     + [STABILITY.field(n) for n in STABILITY_QUERY_VALUES]
 )

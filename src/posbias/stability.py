@@ -12,7 +12,11 @@ K × M shuffled runs give every K its full M presentations. For each K:
 - ``tau_psi``: mean per-query τ-PSI over the presentations' rankings (:func:`posbias.metrics.tau_psi`);
 - ``jaccard`` / ``threshold`` / ``f1``: :func:`posbias.metrics.retention_jaccard` with τ* chosen on
   the canonical scores;
-- ``calls_per_query``: K × the model calls per query of one presentation;
+- ``budget``: ``fixed`` (K draws per presentation) or ``adaptive`` (draws until the aggregate settles, at
+  most K: :mod:`posbias.debias.adaptive`, on the same presentations as the fixed K); ``draws``: the mean
+  draws per presentation and query (K for a fixed budget);
+- ``calls_per_query`` / ``tokens_per_query``: the draws × one presentation's mean model calls / prompt
+  tokens per query (from the rerank jobs' cost files);
 - ``plain_shift`` (K = 1 rows of a debiasing method, given the plain scorer's runs of the same
   presentations): the mean over presentations of (1 − Kendall τ)/2 between the method's ranking and
   the plain scorer's, 0 when the method moves no pair. For marker renaming (``rename@1``) this is
@@ -35,7 +39,8 @@ import polars as pl
 import pyarrow as pa
 
 from posbias import metrics, schemas
-from posbias.debias import AGGREGATE_LISTS, AVERAGE_SCORES
+from posbias.debias import AGGREGATE_LISTS, AVERAGE_SCORES, adaptive
+from posbias.debias.adaptive import ADAPTIVE, FIXED
 from posbias.runs import canonical
 
 
@@ -115,41 +120,97 @@ def plain_shift(method: list[dict[str, dict[str, float]]], plain: list[dict[str,
     return {q: float(np.mean(v)) for q, v in shifts.items()}
 
 
+def adaptive_presentations(shuffled: list[dict[str, dict[str, float]]], cap: int, combine: str,
+                           aggregation: str | None, patience: int, depth: int, limit: int | None = None,
+                           ) -> tuple[list[dict[str, dict[str, float]]], list[dict[str, int]]]:
+    """BSC or PermSC with an adaptive budget (:mod:`posbias.debias.adaptive`) on the same presentations as
+    the fixed-K method at K = ``cap``: each disjoint group of ``cap`` consecutive shuffles, drawn in order
+    until the aggregate's top ``depth`` is unchanged for ``patience`` draws. Returns (each presentation's
+    scores per query: BSC's means or PermSC's rank-derived scores; each presentation's draws per query)."""
+    from posbias.debias import adaptive
+
+    shown, draws = [], []
+    groups = len(shuffled) // cap
+    for g in range(min(groups, limit) if limit else groups):
+        group = shuffled[g * cap:(g + 1) * cap]
+        scores: dict[str, dict[str, float]] = {}
+        used: dict[str, int] = {}
+        for q in sorted(set.intersection(*(set(s) for s in group))):
+            if combine == AVERAGE_SCORES:
+                scores[q], used[q] = adaptive.adaptive_bsc([s[q] for s in group], patience, depth)
+            else:
+                central, used[q] = adaptive.adaptive_permsc([_ranked(s[q]) for s in group], aggregation, patience,
+                                                            depth)
+                scores[q] = {d: float(len(central) - r) for r, d in enumerate(central)}
+        shown.append(scores)
+        draws.append(used)
+    return shown, draws
+
+
 def stability_table(canonical_run: pl.DataFrame, shuffled_runs: list[pl.DataFrame], qrels: pl.DataFrame,
-                    relevant_grade: int, ks: list[int], keys: dict[str, str], calls_per_query: float,
+                    relevant_grade: int, ks: list[int], keys: dict[str, str], cost: dict[str, float],
                     grid_points: int = 41, presentations: int | None = 10, combine: str | None = AVERAGE_SCORES,
                     aggregation: str | None = None, plain_runs: list[pl.DataFrame] | None = None,
-                    ) -> tuple[pl.DataFrame, pl.DataFrame]:
+                    adaptive: dict | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(STABILITY: one row per K in ``ks`` (K ≤ the number of shuffled runs), each over at most
     ``presentations`` (M) presentations; STABILITY_QUERIES: the same per query, for paired tests).
 
     ``combine`` says how K > 1 presentations are formed: BSC's mean scores (``AVERAGE_SCORES``, a
     pointwise scorer), PermSC's rank aggregation by ``aggregation`` of a listwise model's reranked
     lists (``AGGREGATE_LISTS``) or None (K = 1 rows only). ``keys`` names the rows (model, dataset,
-    retriever, debias, family). ``plain_runs``: for a debiasing method, the plain scorer's canonical
-    then shuffled runs (the same presentations), for ``plain_shift``."""
+    retriever, debias, family). ``cost``: one presentation's mean ``calls`` and ``prompt_tokens`` per
+    query. ``plain_runs``: for a debiasing method, the plain scorer's canonical then shuffled runs (the
+    same presentations), for ``plain_shift``. ``adaptive`` (``caps``, ``patience``, ``depth``): for each
+    cap K, a row of the adaptive-budget method (budget ``adaptive``) on the fixed K's presentations, its
+    cost the draws it made (:func:`adaptive_presentations`)."""
     canonical = scores_by_query(canonical_run)
     shuffled = [scores_by_query(r) for r in shuffled_runs]
     if combine not in (AVERAGE_SCORES, AGGREGATE_LISTS, None):
         raise ValueError(f"combine {combine!r}: use {AVERAGE_SCORES}, {AGGREGATE_LISTS} or None")
-    relevant = relevant_sets(qrels, relevant_grade)
-    base_ndcg = _ndcg10(canonical, qrels)
+    measure = _Measure(canonical, qrels, relevant_sets(qrels, relevant_grade), grid_points, keys, cost)
     rows, query_rows = [], []
     for k in sorted(k for k in ks if k <= len(shuffled) and (k == 1 or combine)):
         shown = (permsc_presentations(shuffled_runs, k, aggregation, presentations)
                  if combine == AGGREGATE_LISTS and k > 1
                  else bsc_presentations(shuffled, k, presentations))
+        shift = (plain_shift([canonical, *shuffled], [scores_by_query(r) for r in plain_runs])
+                 if k == 1 and plain_runs is not None else {})
+        row, per_query = measure(shown, k, FIXED, [dict.fromkeys(p, k) for p in shown], shift)
+        rows.append(row)
+        query_rows += per_query
+    caps = adaptive["caps"] if adaptive and combine else []
+    for cap in sorted(c for c in caps if 2 <= c <= len(shuffled)):
+        shown, draws = adaptive_presentations(shuffled, cap, combine, aggregation, adaptive["patience"],
+                                              adaptive["depth"], presentations)
+        row, per_query = measure(shown, cap, ADAPTIVE, draws, {})
+        rows.append(row)
+        query_rows += per_query
+    return (pl.from_arrow(pa.Table.from_pylist(rows, schema=schemas.STABILITY)),
+            pl.from_arrow(pa.Table.from_pylist(query_rows, schema=schemas.STABILITY_QUERIES)))
+
+
+class _Measure:
+    """One row's metrics from its presentations (the loop body of :func:`stability_table`)."""
+
+    def __init__(self, canonical: dict[str, dict[str, float]], qrels: pl.DataFrame, relevant: dict[str, set[str]],
+                 grid_points: int, keys: dict[str, str], cost: dict[str, float]) -> None:
+        self.canonical, self.qrels, self.relevant, self.grid_points = canonical, qrels, relevant, grid_points
+        self.keys, self.cost = keys, cost
+        self.base_ndcg = _ndcg10(canonical, qrels)
+
+    def __call__(self, shown: list[dict[str, dict[str, float]]], k: int, budget: str, draws: list[dict[str, int]],
+                 shift: dict[str, float]) -> tuple[dict, list[dict]]:
+        canonical = self.canonical
         common = sorted(set(canonical).intersection(*(set(p) for p in shown)))
         per_query = {q: dict.fromkeys(QUERY_COLUMNS, math.nan) for q in common}
-        ndcg = [ndcg_by_query(p, qrels) for p in shown]
+        ndcg = [ndcg_by_query(p, self.qrels) for p in shown]
         for q in common:
             per_query[q]["ndcg10"] = float(np.mean([n.get(q, 0.0) for n in ndcg]))
             per_query[q]["tie_rate"] = float(np.mean([metrics.tie_rate(list(p[q].values())) for p in shown]))
             per_query[q]["dispersion"] = float(np.mean([metrics.score_dispersion(list(p[q].values())) for p in shown]))
-        if k == 1 and plain_runs is not None:
-            for q, shift in plain_shift([canonical, *shuffled], [scores_by_query(r) for r in plain_runs]).items():
-                if q in per_query:
-                    per_query[q]["plain_shift"] = shift
+            per_query[q]["draws"] = float(np.mean([d[q] for d in draws]))
+            if q in shift:
+                per_query[q]["plain_shift"] = shift[q]
         jac = tau = f1 = math.nan
         if len(shown) >= 2 and common:
             for q in common:
@@ -157,17 +218,17 @@ def stability_table(canonical_run: pl.DataFrame, shuffled_runs: list[pl.DataFram
                 per_query[q]["tau_psi"] = metrics.tau_psi(ranked)
                 per_query[q]["top10_instability"] = metrics.topk_instability(ranked, 10)
             over = {q: {d: [p[q][d] for p in shown] for d in shown[0][q]} for q in common}
-            result = metrics.retention_jaccard({q: canonical[q] for q in common}, relevant, over, grid_points)
+            result = metrics.retention_jaccard({q: canonical[q] for q in common}, self.relevant, over,
+                                               self.grid_points)
             jac, tau, f1 = result["jaccard"], result["threshold"], result["f1"]
             for q, value in result["per_query"].items():
                 per_query[q]["jaccard"] = value
         means = {c: float(np.mean([v[c] for v in per_query.values()])) if per_query else math.nan
                  for c in QUERY_COLUMNS if c not in ("ndcg10", "jaccard")}
-        rows.append({**keys, "k": k, "presentations": len(shown), "queries": len(common),
-                     "ndcg10_canonical": base_ndcg,
-                     "ndcg10": float(np.mean([np.mean(list(n.values())) for n in ndcg])),
-                     **means, "jaccard": jac, "threshold": tau, "f1": f1,
-                     "calls_per_query": k * calls_per_query})
-        query_rows += [{**keys, "k": k, "query_id": q, **v} for q, v in per_query.items()]
-    return (pl.from_arrow(pa.Table.from_pylist(rows, schema=schemas.STABILITY)),
-            pl.from_arrow(pa.Table.from_pylist(query_rows, schema=schemas.STABILITY_QUERIES)))
+        draws_mean = means["draws"] if per_query else float(k)
+        row = {**self.keys, "k": k, "budget": budget, "presentations": len(shown), "queries": len(common),
+               "ndcg10_canonical": self.base_ndcg, "ndcg10": float(np.mean([np.mean(list(n.values())) for n in ndcg])),
+               **means, "jaccard": jac, "threshold": tau, "f1": f1,
+               "calls_per_query": draws_mean * self.cost["calls"],
+               "tokens_per_query": draws_mean * self.cost["prompt_tokens"]}
+        return row, [{**self.keys, "k": k, "budget": budget, "query_id": q, **v} for q, v in per_query.items()]

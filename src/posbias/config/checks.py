@@ -20,6 +20,7 @@ from posbias.config.experiments import (
     orders_of,
     pool_targets,
     retriever_kind,
+    variant_of,
 )
 from posbias.config.files import check_files, drop_unavailable
 from posbias.config.messages import check_duplicate_keys, explain_config
@@ -213,6 +214,11 @@ def check_experiments(config: dict) -> None:
         positions = [orders.index_of(o) for o in orders_of(config, e) if orders.is_kind(o, "position")]
         if positions and max(positions) > config["reranking"]["position_k"]:
             raise ValueError(f"config: {where} asks for position-{max(positions)} beyond reranking.position_k")
+    scorers = set(config["models"]) | {variant_of(config["training"], m) for m in config["training"]}
+    unknown = [r for r in config["frontier"]["references"] if r not in scorers]
+    if unknown:
+        raise ValueError(f"config: frontier.references names {', '.join(map(repr, unknown))}, which is neither a "
+                         "models nor a training entry")
 
 
 def prepare(config: dict, files: bool = True) -> list[str]:

@@ -31,6 +31,7 @@ from posbias.paper.bases import base_cells, bases_figure, bases_table
 from posbias.paper.bsc_curve import bsc_figure
 from posbias.paper.capcal import capcal
 from posbias.paper.consumers import decisions_table
+from posbias.paper.frontier import frontier, frontier_figure
 from posbias.paper.inference_vs_training import inference_vs_training_figure
 from posbias.paper.original_vs_shuffled import original_vs_shuffled
 from posbias.paper.pool_figures import pool_psi_figure, pool_summary, variance_figure
@@ -39,7 +40,7 @@ from posbias.paper.position_curve import position_curve_figure
 from posbias.paper.rerank_overview import rerank_table
 from posbias.paper.retrieval import retrieval_table
 from posbias.paper.retrievers import retrievers
-from posbias.paper.stability import ocsft_settings, stability, stability_all
+from posbias.paper.stability import ocsft_settings, stability
 from posbias.paper.stats import ALPHA, holm, mean_sd, paired_pvalue
 from posbias.paper.versus_baselines import versus_baselines
 from posbias.paper.writers import Table, fmt, fmt_sd, write
@@ -149,9 +150,9 @@ TABLES: dict[str, PaperTable] = {
     "bases_pooled": PaperTable(
         "OC-SFT over base models: its stability gain over single order, per base and pooled over cells",
         ("stability", "base_pairs", "variants", "dev"), _bases_table, rule="stability_table"),
-    "stability_all": PaperTable(
-        "Listwise and pointwise rerankers on the same stability metrics and queries",
-        ("stability_queries", "variants"), stability_all, rule="stability_all"),
+    "frontier": PaperTable(
+        "Every method on one frontier: quality, decision stability and cost per query",
+        ("stability_queries", "stability", "variants", "references", "decisions"), frontier, rule="frontier"),
     "consumers": PaperTable(
         "OC-SFT consumers: decisions and their flips across presentations", ("decisions", "variants", "references"),
         decisions_table, rule="decisions_table"),
@@ -180,6 +181,9 @@ FIGURES: dict[str, PaperFigure] = {
     "bases_pooled": PaperFigure(
         "OC-SFT's stability gain over single order per base model, pooled",
         ("stability", "base_pairs", "variants", "dev"), _bases_figure, rule="stability_table"),
+    "frontier": PaperFigure(
+        "Every method on one frontier: τ-PSI against model calls per query and against nDCG@10",
+        ("stability_queries", "stability", "variants", "decisions"), frontier_figure, rule="frontier"),
     "pool_psi": PaperFigure("Pool-PSI per pool design", ("pool", "variants", "reference"),
                             _pool_figure(pool_psi_figure), rule="pool_figures"),
     "variance_decomposition": PaperFigure(
@@ -255,4 +259,4 @@ def produce(tables: dict[str, str], figures: dict[str, str], frames: dict[str, s
 __all__ = ["ALPHA", "FIGURES", "FRAMES", "INPUTS", "PaperFigure", "PaperFrame", "PaperTable", "TABLES", "Table",
            "ablations", "build", "capcal", "decisions_table", "draw", "fmt", "fmt_sd", "frame", "holm", "mean_sd",
            "names", "needs", "ocsft_settings", "original_vs_shuffled", "paired_pvalue", "position_bias", "produce",
-           "retrievers", "stability", "stability_all", "versus_baselines", "write"]
+           "retrievers", "stability", "frontier", "versus_baselines", "write"]

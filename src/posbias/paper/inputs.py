@@ -19,6 +19,8 @@ from posbias.augment import position_rank_table
 
 def _concat(schema: str) -> Callable[[list[str]], pl.DataFrame]:
     def read(files: list[str]) -> pl.DataFrame:
+        if not files:  # a rule whose config has none of them (e.g. no consumer dataset): an empty frame
+            return pl.from_arrow(schemas.SCHEMAS[schema].empty_table())
         return pl.concat([schemas.read(p, schema) for p in files])
 
     return read

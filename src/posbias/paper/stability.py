@@ -8,7 +8,8 @@ import math
 import polars as pl
 
 from posbias.debias import AGGREGATE_LISTS, AVERAGE_SCORES
-from posbias.paper.stats import ALPHA, holm, mean_sd, paired_pvalue
+from posbias.debias.adaptive import ADAPTIVE, FIXED
+from posbias.paper.stats import ALPHA, holm_by_metric, mean_sd, paired_against
 from posbias.paper.writers import Table, fmt, fmt_sd
 
 # The per-model columns averaged over a variant's seeds (mean ± sd), and how the table prints them.
@@ -17,6 +18,11 @@ SEED_COLUMNS = {"ndcg10_canonical": "nDCG@10 canonical", "ndcg10": "nDCG@10 shuf
                 "dispersion": "score sd", "top10_instability": "top-10 instability"}
 TESTED = ("ndcg10", "tau_psi", "jaccard")  # paired over queries against the reference variant
 ALL_DATASETS = "mean over datasets"
+
+
+def k_label(k: int, budget: str) -> str:
+    """How a row's K prints: ``K`` draws, or ``≤K adaptive`` (draws until the aggregate settles, at most K)."""
+    return str(k) if budget == FIXED else f"≤{k} {ADAPTIVE}"
 
 
 def _variants(table: pl.DataFrame, variants: dict[str, str]) -> pl.DataFrame:
@@ -28,17 +34,18 @@ def seed_means(table: pl.DataFrame, variants: dict[str, str], train_seconds: dic
     (``<column>_sd``, NaN for one seed), the seed count and the mean training seconds."""
     t = _variants(table, variants).with_columns(
         train_seconds=pl.col("model").replace_strict(train_seconds, default=None, return_dtype=pl.Float64))
-    keys = ("variant", "dataset", "retriever", "k")
+    keys = ("variant", "dataset", "retriever", "k", "budget")
     rows = []
     for key, group in t.group_by(*keys, maintain_order=True):
         row = dict(zip(keys, key)) | {"seeds": group.height, "presentations": int(group["presentations"].min()),
                                       "queries": int(group["queries"].min()),
                                       "calls_per_query": float(group["calls_per_query"].mean()),
+                                      "draws": float(group["draws"].mean()),
                                       "train_seconds": group["train_seconds"].mean()}
         for column in SEED_COLUMNS:
             row[column], row[f"{column}_sd"] = mean_sd(group[column].to_list())
         rows.append(row)
-    return pl.DataFrame(rows).sort("dataset", "retriever", "variant", "k")
+    return pl.DataFrame(rows).sort("dataset", "retriever", "variant", "k", "budget", descending=[False] * 4 + [True])
 
 
 def paired_tests(per_query: pl.DataFrame, variants: dict[str, str], reference: str | None) -> pl.DataFrame:
@@ -49,34 +56,23 @@ def paired_tests(per_query: pl.DataFrame, variants: dict[str, str], reference: s
               "p": pl.Float64, "p_holm": pl.Float64}
     if reference is None:
         return pl.DataFrame(schema=schema)
-    q = (_variants(per_query.filter(pl.col("k") == 1), variants)
+    q = (_variants(per_query.filter((pl.col("k") == 1) & (pl.col("budget") == FIXED)), variants)
          .group_by("variant", "dataset", "retriever", "query_id", maintain_order=True)
          .agg(pl.col(*TESTED).mean()))
-    rows = []
-    for (dataset, retriever), part in q.group_by("dataset", "retriever", maintain_order=True):
-        ref = part.filter(pl.col("variant") == reference)
-        for variant in part["variant"].unique(maintain_order=True).to_list():
-            if variant == reference or ref.height == 0:
-                continue
-            both = ref.join(part.filter(pl.col("variant") == variant), on="query_id", suffix="_other").drop_nans()
-            for metric in TESTED:
-                a, b = both[metric].to_numpy(), both[f"{metric}_other"].to_numpy()
-                p = paired_pvalue(a, b) if both.height else math.nan
-                rows.append({"variant": variant, "dataset": dataset, "retriever": retriever, "metric": metric, "p": p})
-    tests = pl.DataFrame(rows, schema={k: v for k, v in schema.items() if k != "p_holm"})
-    adjusted = []
-    for metric in TESTED:
-        part = tests.filter(pl.col("metric") == metric)
-        adjusted.append(part.with_columns(p_holm=pl.Series(holm(part["p"].to_list()), dtype=pl.Float64)))
-    return pl.concat(adjusted).select(list(schema)) if adjusted else pl.DataFrame(schema=schema)
+    tests = [paired_against(part, "variant", reference, TESTED).with_columns(
+                 dataset=pl.lit(dataset), retriever=pl.lit(retriever))
+             for (dataset, retriever), part in q.group_by("dataset", "retriever", maintain_order=True)]
+    if not tests:
+        return pl.DataFrame(schema=schema)
+    return holm_by_metric(pl.concat(tests)).select(list(schema)).cast(schema)
 
 
 def _dataset_means(means: pl.DataFrame) -> pl.DataFrame:
     """Per (variant, K) the mean over datasets of the seed means (the sd is the mean of the seed sds; the
     counts are the smallest)."""
     counts = ["seeds", "presentations", "queries"]
-    cols = [c for c in means.columns if c not in ("variant", "dataset", "retriever", "k", *counts)]
-    return (means.group_by("variant", "k", maintain_order=True).agg(pl.col(counts).min(), pl.col(cols).mean())
+    cols = [c for c in means.columns if c not in ("variant", "dataset", "retriever", "k", "budget", *counts)]
+    return (means.group_by("variant", "k", "budget", maintain_order=True).agg(pl.col(counts).min(), pl.col(cols).mean())
             .with_columns(dataset=pl.lit(ALL_DATASETS), retriever=pl.lit("")).select(means.columns))
 
 
@@ -99,7 +95,7 @@ def stability(table: pl.DataFrame, per_query: pl.DataFrame, train_seconds: dict[
     for r in ordered.iter_rows(named=True):
         name = f"{r['dataset']} · {r['retriever']}" if r["retriever"] else r["dataset"]
         row = {"variant": r["variant"], "dataset": name,
-               "K": str(r["k"]), "seeds": str(r["seeds"]), "queries (M)": f"{r['queries']} ({r['presentations']})"}
+               "K": k_label(r["k"], r["budget"]), "seeds": str(r["seeds"]), "queries (M)": f"{r['queries']} ({r['presentations']})"}
         for column, label in SEED_COLUMNS.items():
             mark = "†" if r["k"] == 1 and (r["variant"], r["dataset"], column) in significant else ""
             row[label] = fmt_sd(r[column], r[f"{column}_sd"], 3) + mark
@@ -111,7 +107,8 @@ def stability(table: pl.DataFrame, per_query: pl.DataFrame, train_seconds: dict[
                         on=["variant", "dataset", "retriever"], how="left") if tests.height else ordered
     notes = (f"Means ± sd over each variant's training seeds (seeds column). K = 1 rows are the plain scorers; "
              "K > 1 rows are BSC@K (scores averaged over K shuffles, then sorted; its presentations are disjoint "
-             "groups of K shuffles). τ-PSI: (1 − mean pairwise Kendall τ)/2 over M presentations (lower = more "
+             "groups of K shuffles); ≤K adaptive rows draw those K shuffles one at a time and stop once the mean scores' "
+             "top ranks settle (posbias.debias.adaptive), their calls/query the draws made. τ-PSI: (1 − mean pairwise Kendall τ)/2 over M presentations (lower = more "
              "stable); retention Jaccard: mean pairwise Jaccard of the sets scoring at least τ*, the threshold with "
              "the best mean canonical set-F1 (higher = more stable); ties: share of exactly tied score pairs; "
              "score sd: spread of a list's scores; top-10 instability: 1 − mean pairwise Jaccard of the top-10 "
@@ -156,54 +153,4 @@ def ocsft_settings(table: pl.DataFrame, variants: dict[str, str], settings: dict
              "views per window; ocsft_no_anchor supervises every view instead of the anchor alone. ◀: the λ "
              f"chosen on held-out quality (canonical nDCG@10 on {dev or 'no dev set'}) among the anchored OC-SFT "
              "entries with N = 2 and single order (λ = 0); its stability is reported, not selected on.")
-    return Table(data, view, notes)
-
-
-def method_label(family: str, debias: str, k: int) -> str:
-    """How the unified table names a row: the debiasing method at K = 1 (``none``: the plain model),
-    BSC@K (pointwise) or PermSC@K (listwise) above."""
-    if k > 1:
-        return f"{AVERAGE_SCORES if family == 'pointwise' else AGGREGATE_LISTS}@{k}"
-    return debias
-
-
-def stability_all(per_query: pl.DataFrame, variants: dict[str, str]) -> Table:
-    """Listwise and pointwise scorers on the same stability metrics over the same queries: per dataset,
-    every (variant, method, K) row averaged over the queries that every row of that dataset scored
-    (then mean ± sd over the variant's seeds): nDCG@10 over the shuffled presentations, τ-PSI and
-    retention Jaccard. Rows with fewer than two presentations (no stability to measure) are left out."""
-    q = _variants(per_query, variants).filter(pl.col("tau_psi").is_not_nan())  # < 2 presentations: no stability
-    rows = []
-    for (dataset, retriever), part in q.group_by("dataset", "retriever", maintain_order=True):
-        groups = part.group_by("model", "debias", "k", maintain_order=True).agg(pl.col("query_id"))
-        common = set.intersection(*(set(ids) for ids in groups["query_id"].to_list()))
-        kept = part.filter(pl.col("query_id").is_in(sorted(common)))
-        per_model = kept.group_by("variant", "model", "family", "debias", "k", maintain_order=True).agg(
-            pl.col(*TESTED, "plain_shift").mean())
-        for (variant, family, debias, k), seeds in per_model.group_by("variant", "family", "debias", "k",
-                                                                      maintain_order=True):
-            row = {"dataset": dataset, "retriever": retriever, "family": family, "variant": variant,
-                   "method": method_label(family, debias, k), "k": k, "seeds": seeds.height, "queries": len(common)}
-            for column in (*TESTED, "plain_shift"):
-                row[column], row[f"{column}_sd"] = mean_sd(seeds[column].to_list())
-            rows.append(row)
-    data = pl.DataFrame(rows).sort("dataset", "retriever", "family", "variant", "k", "method") if rows else \
-        pl.DataFrame(schema={"dataset": pl.String})
-    view = pl.DataFrame([{
-        "dataset": f"{r['dataset']} · {r['retriever']}", "family": r["family"], "model": r["variant"],
-        "method": r["method"], "K": str(r["k"]), "seeds": str(r["seeds"]), "queries": str(r["queries"]),
-        "nDCG@10 shuffled": fmt_sd(r["ndcg10"], r["ndcg10_sd"], 3), "τ-PSI": fmt_sd(r["tau_psi"], r["tau_psi_sd"], 3),
-        "retention Jaccard": fmt_sd(r["jaccard"], r["jaccard_sd"], 3),
-        "shift from plain": fmt_sd(r["plain_shift"], r["plain_shift_sd"], 3) if not math.isnan(r["plain_shift"]) else "–",
-    } for r in data.iter_rows(named=True)] if rows else [])
-    notes = ("Every scorer with shuffled presentations, on the queries all rows of its dataset scored. Listwise "
-             "models rank (their scores are rank-derived, so the retention set is a top-k cut chosen like τ*); "
-             "method: the inference-time debiasing method (none: the plain model; roundrobin@R: each window "
-             "in R slot rotations combined; roundrobin-windows: the list dealt into windows round-robin; rename@K: each Grades window with K relabellings of its markers, "
-             f"scores averaged), {AGGREGATE_LISTS}@K: K reranked shuffles aggregated, {AVERAGE_SCORES}@K: a "
-             "pointwise scorer's scores averaged over K shuffles. τ-PSI: (1 − mean pairwise Kendall τ)/2 "
-             "(lower = more stable); retention Jaccard: mean pairwise Jaccard of the retained sets (higher = "
-             "more stable); shift from plain: (1 − Kendall τ)/2 between a method's ranking and the plain "
-             "model's of the same presentation (rename@1: the marker-renaming sensitivity); means ± sd over "
-             "seeds.")
     return Table(data, view, notes)

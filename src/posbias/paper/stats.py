@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import polars as pl
 
 ALPHA = 0.05
 
@@ -43,3 +44,28 @@ def mean_sd(values) -> tuple[float, float]:
     if not len(array):
         return math.nan, math.nan
     return float(array.mean()), float(array.std(ddof=1)) if len(array) > 1 else math.nan
+
+
+def paired_against(per_query: pl.DataFrame, key: str, reference: str, metrics: tuple[str, ...]) -> pl.DataFrame:
+    """Each ``key`` value's per-query ``metrics`` against ``reference``'s, over the queries both have (a
+    query with a NaN in either is left out of that metric): (``key``, metric, p), p a paired two-sided
+    Wilcoxon test. ``per_query`` has one row per (``key``, query_id)."""
+    ref = per_query.filter(pl.col(key) == reference)
+    rows = []
+    for other in per_query[key].unique(maintain_order=True).to_list():
+        if other == reference or ref.height == 0:
+            continue
+        both = ref.join(per_query.filter(pl.col(key) == other), on="query_id", suffix="_other")
+        for metric in metrics:
+            pair = both.select(metric, f"{metric}_other").drop_nulls().drop_nans()
+            p = paired_pvalue(pair[metric].to_numpy(), pair[f"{metric}_other"].to_numpy()) if pair.height else math.nan
+            rows.append({key: other, "metric": metric, "p": p})
+    return pl.DataFrame(rows, schema={key: pl.String, "metric": pl.String, "p": pl.Float64})
+
+
+def holm_by_metric(tests: pl.DataFrame) -> pl.DataFrame:
+    """``tests`` (a ``metric`` and a ``p`` column) with ``p_holm``: Holm-corrected over every comparison of
+    the same metric."""
+    parts = [part.with_columns(p_holm=pl.Series(holm(part["p"].to_list()), dtype=pl.Float64))
+             for _, part in tests.group_by("metric", maintain_order=True)]
+    return pl.concat(parts) if parts else tests.with_columns(p_holm=pl.lit(None, dtype=pl.Float64))

@@ -22,6 +22,7 @@ import polars as pl
 
 from posbias import config as pbconfig
 from posbias import debias, orders, paths
+from posbias.debias.adaptive import FIXED
 from posbias.paper.pool_figures import pool_summary
 from posbias.paper.stats import ALPHA, holm, mean_sd, paired_pvalue
 
@@ -296,7 +297,7 @@ def permsc_peak(frame: pl.DataFrame, bound: dict) -> Measured:
 
 
 def _stability(frame: pl.DataFrame, model: str, cell, bound: dict, column: str) -> float:
-    rows = _rows(frame, model, cell, debias=bound.get("debias", "none"), k=bound.get("k", 1))
+    rows = _rows(frame, model, cell, debias=bound.get("debias", "none"), k=bound.get("k", 1), budget=FIXED)
     if rows.is_empty():
         raise NotRun(f"{model} has no stability row at K = {bound.get('k', 1)} on {cell[0]}")
     return float(rows[column].mean())
