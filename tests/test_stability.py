@@ -168,17 +168,18 @@ def test_listwise_rankings_get_permsc_presentations(coll):
 
 
 def test_stopping_draw_known_answers():
-    """Stop after the first draw n whose aggregate's top d equals that of the ``patience`` draws before it."""
+    """Stop after the first draw n whose aggregate's top-d set equals that of the ``patience`` draws before it."""
     from posbias.debias.adaptive import settled, stopping_draw
 
-    a, b, c = ["x", "y", "z"], ["y", "x", "z"], ["x", "y", "w"]
+    a, b, c = ["x", "y", "z"], ["y", "x", "z"], ["x", "y", "w"]  # a, b: one top-3 set in two orders
     assert stopping_draw([a, a, a, a], patience=2, depth=3) == 3  # unchanged after draws 2 and 3
-    assert stopping_draw([a, b, a, a, a], patience=2, depth=3) == 5
-    assert stopping_draw([a, b, a, b, a], patience=1, depth=3) == 5  # never settles: the cap
+    assert stopping_draw([a, b, a], patience=2, depth=3) == 3  # the order within the top d does not count
+    assert stopping_draw([a, b, a, b, a], patience=1, depth=1) == 5  # the top 1 never settles: the cap
     assert stopping_draw([a, c, c], patience=1, depth=2) == 2  # only the top 2 must hold
     assert stopping_draw([a, c, c], patience=1, depth=3) == 3
+    assert stopping_draw([a, c, a, c], patience=1, depth=3) == 4
     assert stopping_draw([a], patience=1, depth=3) == 1
-    assert not settled([a, a], patience=2, depth=3) and settled([b, a, a, a], patience=2, depth=3)
+    assert not settled([a, a], patience=2, depth=3) and settled([c, a, b, a], patience=2, depth=3)
     with pytest.raises(ValueError, match="patience"):
         stopping_draw([a, a], patience=0, depth=3)
 

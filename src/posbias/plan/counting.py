@@ -36,7 +36,7 @@ TRAIN_SAMPLE = 64  # training instances whose prompts are tokenised to estimate 
 
 
 # what the stability and decisions stages alone read of the ocsft section (not the plan)
-_STABILITY_ONLY = ("bsc_k", "presentations", "grid_points", "dev")
+_STABILITY_ONLY = ("bsc_k", "presentations", "grid_points", "dev", "adaptive")
 
 
 def settings(config: dict) -> dict:
