@@ -277,6 +277,13 @@ rule frontier:
             category="Frontier",
         ),
         figure_pdf="results/figures/frontier.pdf",
+        widths=report(
+            "results/tables/serving_width.md",
+            caption="../docs/captions/serving_width.rst",
+            category="OC-SFT",
+        ),
+        widths_csv="results/tables/serving_width.csv",
+        widths_tex="results/tables/serving_width.tex",
     log:
         "logs/tables/frontier.log",
     benchmark:
@@ -290,7 +297,8 @@ rule frontier:
         provenance=REPORT_LINE,
         variants={target[0]: pbconfig.variant_of(config["training"], target[0]) for target in STABILITY_TARGETS},
         references=config["frontier"]["references"],
-        tables={"frontier": "table"},
+        widths=pbconfig.served_widths(config),
+        tables={"frontier": "table", "serving_width": "widths"},
         figures={"frontier": "figure"},
         frames={},
     script:

@@ -1,7 +1,8 @@
 # Stage `plan`: what the config will cost before it runs (posbias.plan). `snakemake plan` needs only the
 # data, the first-stage runs and the tokenizers (tiny builds; HF ids from the local cache, else the real
 # tokenizer of the model's family from posbias.standins, else the rule of thumb), and writes per rule family and model the jobs, model loads, windows, model calls, prompt
-# tokens and device-hours. After a run, `plan_check` (part of `report`) puts the plan beside the cost
+# tokens and device-hours, and what serving each scorer with K presentations (fixed or adaptive) costs per
+# query (results/plan/serving.md). After a run, `plan_check` (part of `report`) puts the plan beside the cost
 # files the jobs wrote.
 
 PLAN_COSTS = pbplan.cost_files(config)  # (plan keys, path) of every cost file a run writes
@@ -20,6 +21,13 @@ rule plan:
         ),
         csv="results/plan/cost.csv",
         tex="results/plan/cost.tex",
+        serving=report(
+            "results/plan/serving.md",
+            caption="../docs/captions/serving.rst",
+            category="Compute plan",
+        ),
+        serving_csv="results/plan/serving.csv",
+        serving_tex="results/plan/serving.tex",
     log:
         "logs/plan/plan.log",
     benchmark:
@@ -31,6 +39,7 @@ rule plan:
         runtime=120,
     params:
         settings=pbplan.settings(config),
+        serving=pbplan.serving_settings(config),
         provenance=REPORT_LINE,
     script:
         "../workflow/scripts/plan.py"

@@ -390,3 +390,23 @@ def test_the_pooled_over_bases_comparison_pairs_ocsft_with_single_order_per_base
     bases_figure(cells, tmp_path / "bases.png")
     assert (tmp_path / "bases.png").stat().st_size > 10_000 and (tmp_path / "bases.pdf").exists()
     assert base_cells(table, [{**pairs[0], "single": "missing"}], {}).height == 0
+
+
+def test_one_checkpoint_across_widths_reports_latency_saved_against_b1():
+    """Entries reading one checkpoint at B = 1, 5 and 20 become its rows, latency saved = 1 − s/s(B = 1);
+    a checkpoint served at one width only, K > 1 rows and debiasing methods are left out."""
+    from posbias.paper.serving_width import serving_width
+
+    def row(model, seconds, k=1, debias="none", budget="fixed"):
+        return {"model": model, "dataset": "d", "retriever": "r", "debias": debias, "k": k, "budget": budget,
+                "ndcg10_canonical": 0.5, "ndcg10": 0.5, "tau_psi": 0.1, "jaccard": 0.9, "calls_per_query": 1.0,
+                "seconds_per_query": seconds}
+
+    stability = pl.DataFrame([row("ck", 1.1), row("ck-b1", 2.0), row("ck-b5", 1.5), row("ck", 9.0, k=2),
+                              row("ck", 9.0, debias="rename@1"), row("other", 1.0)]).with_columns(pl.col("k").cast(pl.Int32))
+    widths = [{"model": m, "dataset": "d", "retriever": "r", "checkpoint": c, "window": b}
+              for m, c, b in (("ck", "ck", 20), ("ck-b1", "ck", 1), ("ck-b5", "ck", 5), ("other", "other", 20))]
+    table = serving_width(stability, widths)
+    assert table.data["window"].to_list() == [1, 5, 20] and set(table.data["checkpoint"]) == {"ck"}
+    assert table.data["latency_saved"].to_list() == pytest.approx([0.0, 0.25, 0.45])
+    assert table.view["latency saved vs B = 1"].to_list() == ["0%", "25%", "45%"]

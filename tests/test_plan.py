@@ -204,3 +204,28 @@ def test_a_model_without_a_size_is_one_clear_line():
     cfg = {"models": {"big": {"kind": "causal_lm", "path": "org/not-on-this-machine"}}}
     with pytest.raises(Exception, match=r"models.big.params_b is needed"):
         plan.model_params_b(cfg, "big", Path("."))
+
+
+def test_the_serving_plan_prices_fixed_and_adaptive_budgets():
+    """K presentations cost K × one presentation's calls and tokens per query (counted on the shuffled
+    orders); an adaptive budget is the range from patience + 1 to K draws, never exact."""
+    from posbias.plan.serving import serving, serving_table
+
+    rows = [{"family": "rerank", "model": "pw-s1", "dataset": "d", "retriever": "r", "debias": "none", "order": order,
+             "job": "j", "queries": 10, "windows": 50, "calls": 50, "prompt_tokens": 1000, "calls_exact": True,
+             "tokens_exact": True, "tokenizer": "t"} for order in ("original", "shuffled-0", "shuffled-1")]
+    rows.append({**rows[1], "model": "lw", "calls": 10, "prompt_tokens": 3000})
+    orders = pl.DataFrame(rows)
+    targets = [{"model": "pw-s1", "variant": "pw", "dataset": "d", "retriever": "r", "family": "pointwise"},
+               {"model": "lw", "dataset": "d", "retriever": "r", "family": "listwise"},
+               {"model": "unplanned", "dataset": "d", "retriever": "r", "family": "listwise"}]
+    out = serving(orders, targets, [1, 2, 4], {"caps": [4], "patience": 1, "depth": 10})
+    got = {(r["model"], r["method"]): r for r in out.iter_rows(named=True)}
+    assert set(got) == {("pw", "bsc@2"), ("pw", "bsc@4"), ("pw", "bsc@≤4 adaptive"),
+                        ("lw", "permsc@2"), ("lw", "permsc@4"), ("lw", "permsc@≤4 adaptive")}
+    assert (got["pw", "bsc@4"]["calls_min"], got["pw", "bsc@4"]["tokens_max"]) == (20.0, 400.0)
+    assert (got["pw", "bsc@≤4 adaptive"]["calls_min"], got["pw", "bsc@≤4 adaptive"]["calls_max"]) == (10.0, 20.0)
+    assert got["lw", "permsc@2"]["calls_min"] == 2.0 and got["lw", "permsc@2"]["exact"]
+    assert not got["pw", "bsc@≤4 adaptive"]["exact"]
+    view = {(r["model"], r["method"]): r for r in serving_table(out).view.iter_rows(named=True)}
+    assert view["pw", "bsc@4"]["calls/query"] == "20.0" and view["pw", "bsc@≤4 adaptive"]["calls/query"] == "~10.0–20.0"

@@ -194,6 +194,16 @@ def test_the_frontier_puts_both_families_and_adaptive_budgets_on_one_table(defau
     assert default_run.path("results", "figures", "frontier.png").stat().st_size > 10_000
 
 
+def test_one_checkpoint_is_served_at_three_widths(default_run):
+    """The OC-SFT tiny checkpoint read at B = 1, 5 and 20: one call per window, and alone in its window
+    (B = 1) a candidate's score cannot depend on the order."""
+    widths = {r["window"]: r for r in default_run.table("serving_width").iter_rows(named=True)
+              if r["checkpoint"] == "tiny-ocsft"}
+    assert sorted(widths) == [1, 5, 20] and [widths[b]["calls_per_query"] for b in (1, 5, 20)] == [20.0, 4.0, 1.0]
+    assert widths[1]["tau_psi"] < 0.05 and widths[1]["latency_saved"] == 0.0
+    assert all(w["seconds_per_query"] > 0 for w in widths.values())
+
+
 def test_the_papers_tables_and_figures_in_every_format(default_run):
     tables, figures = default_run.path("results", "tables"), default_run.path("results", "figures")
     for name in ("position_bias", "original_vs_shuffled", "retrievers", "capcal", "ablations", "versus_baselines"):

@@ -6,7 +6,7 @@ first-stage stages would write them; :func:`posbias.plan.plan_orders` plans on t
 scaled to the dataset's real number of queries (ir_datasets' metadata, offline, or the count the
 stand-ins file gives for a file the user provides). Every count is then an estimate (``~``).
 
-    python -m posbias.dry_plan config/paper/*.yaml [--out DIR]       # DIR/<preset>.md, .csv, .tex
+    python -m posbias.dry_plan config/paper/*.yaml [--out DIR]       # DIR/<preset>.md, .csv, .tex (+ <preset>-serving.*)
     python -m posbias.dry_plan --readme README.md config/paper/*.yaml # the README's preset table
 
 With the data at hand, ``snakemake plan`` counts exactly instead.
@@ -24,7 +24,7 @@ import yaml
 from posbias import config as pbconfig
 from posbias import orders, paths, schemas
 from posbias.errors import PosbiasError
-from posbias.plan import FAMILIES, plan_orders, summary, table, with_seconds
+from posbias.plan import FAMILIES, plan_orders, serving, serving_settings, serving_table, summary, table, with_seconds
 
 STAND_INS = Path(__file__).resolve().parents[2] / "docs" / "plan" / "standins.yaml"
 README_START = "<!-- posbias.dry_plan presets: start -->"
@@ -199,6 +199,8 @@ def main(argv: list[str] | None = None) -> None:
         orders_, config = plan(path, args.stand_ins)
         summary_, device = summary(orders_, config), config["plan"]["device"]
         write(table(summary_, device), args.out / path.stem, f"Compute plan of {path} on {device} (stand-in data)")
+        write(serving_table(serving(orders_, **serving_settings(config))), args.out / f"{path.stem}-serving",
+              f"Serving budgets per query of {path} (planned on stand-in data)")
         print(f"plan {path}: jobs={summary_['jobs'].sum()} model_loads={summary_['model_loads'].sum()} "
               f"calls={summary_['calls'].sum()} prompt_tokens={summary_['prompt_tokens'].sum()} "
               f"{device}_hours={summary_['device_hours'].sum():.1f}")

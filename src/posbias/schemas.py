@@ -212,6 +212,7 @@ STABILITY = pa.schema(
         ("f1", pa.float64()),
         ("calls_per_query", pa.float64()),
         ("tokens_per_query", pa.float64()),
+        ("seconds_per_query", pa.float64()),
         ("draws", pa.float64()),
         ("tie_rate", pa.float64()),
         ("dispersion", pa.float64()),

@@ -15,8 +15,8 @@ K × M shuffled runs give every K its full M presentations. For each K:
 - ``budget``: ``fixed`` (K draws per presentation) or ``adaptive`` (draws until the aggregate settles, at
   most K: :mod:`posbias.debias.adaptive`, on the same presentations as the fixed K); ``draws``: the mean
   draws per presentation and query (K for a fixed budget);
-- ``calls_per_query`` / ``tokens_per_query``: the draws × one presentation's mean model calls / prompt
-  tokens per query (from the rerank jobs' cost files);
+- ``calls_per_query`` / ``tokens_per_query`` / ``seconds_per_query``: the draws × one presentation's mean
+  model calls / prompt tokens / measured model seconds per query (from the rerank jobs' cost files);
 - ``plain_shift`` (K = 1 rows of a debiasing method, given the plain scorer's runs of the same
   presentations): the mean over presentations of (1 − Kendall τ)/2 between the method's ranking and
   the plain scorer's, 0 when the method moves no pair. For marker renaming (``rename@1``) this is
@@ -158,8 +158,8 @@ def stability_table(canonical_run: pl.DataFrame, shuffled_runs: list[pl.DataFram
     ``combine`` says how K > 1 presentations are formed: BSC's mean scores (``AVERAGE_SCORES``, a
     pointwise scorer), PermSC's rank aggregation by ``aggregation`` of a listwise model's reranked
     lists (``AGGREGATE_LISTS``) or None (K = 1 rows only). ``keys`` names the rows (model, dataset,
-    retriever, debias, family). ``cost``: one presentation's mean ``calls`` and ``prompt_tokens`` per
-    query. ``plain_runs``: for a debiasing method, the plain scorer's canonical then shuffled runs (the
+    retriever, debias, family). ``cost``: one presentation's mean ``calls``, ``prompt_tokens`` and
+    (optionally) ``seconds`` per query. ``plain_runs``: for a debiasing method, the plain scorer's canonical then shuffled runs (the
     same presentations), for ``plain_shift``. ``adaptive`` (``caps``, ``patience``, ``depth``): for each
     cap K, a row of the adaptive-budget method (budget ``adaptive``) on the fixed K's presentations, its
     cost the draws it made (:func:`adaptive_presentations`)."""
@@ -230,5 +230,6 @@ class _Measure:
                "ndcg10_canonical": self.base_ndcg, "ndcg10": float(np.mean([np.mean(list(n.values())) for n in ndcg])),
                **means, "jaccard": jac, "threshold": tau, "f1": f1,
                "calls_per_query": draws_mean * self.cost["calls"],
-               "tokens_per_query": draws_mean * self.cost["prompt_tokens"]}
+               "tokens_per_query": draws_mean * self.cost["prompt_tokens"],
+               "seconds_per_query": draws_mean * self.cost.get("seconds", math.nan)}
         return row, [{**self.keys, "k": k, "budget": budget, "query_id": q, **v} for q, v in per_query.items()]

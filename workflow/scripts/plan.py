@@ -1,5 +1,5 @@
-"""The compute plan of the config: per job order (results/plan/orders.parquet) and per family and model
-(results/plan/cost.md, .csv, .tex)."""
+"""The compute plan of the config: per job order (results/plan/orders.parquet), per family and model
+(results/plan/cost.md, .csv, .tex) and per scorer's serving budget (results/plan/serving.md, .csv, .tex)."""
 
 from pathlib import Path
 
@@ -15,4 +15,6 @@ with logged(sm, "plan") as log:
     summary = plan.summary(orders, config)
     write(plan.table(summary, config["plan"]["device"]), Path(sm.output.table).with_suffix(""),
           f"Compute plan on {config['plan']['device']}")
-    log.info("\n%s", Path(sm.output.table).read_text())
+    serving = plan.serving(orders, **sm.params.serving)
+    write(plan.serving_table(serving), Path(sm.output.serving).with_suffix(""), "Serving budgets per query (planned)")
+    log.info("\n%s\n%s", Path(sm.output.table).read_text(), Path(sm.output.serving).read_text())

@@ -17,7 +17,7 @@ with logged(sm, "stability") as log:
         schemas.read(sm.input.qrels, "qrels"), sm.params.relevant_grade, sm.params.ocsft["bsc_k"],
         {"model": sm.wildcards.model, "dataset": sm.wildcards.dataset, "retriever": sm.wildcards.retriever,
          "debias": sm.wildcards.debias, "family": sm.params.combine["family"]},
-        {c: float(costs[c].mean()) for c in ("calls", "prompt_tokens")}, sm.params.ocsft["grid_points"],
+        {c: float(costs[c].mean()) for c in ("calls", "prompt_tokens", "seconds")}, sm.params.ocsft["grid_points"],
         sm.params.ocsft["presentations"], sm.params.combine["combine"], sm.params.combine.get("aggregation"),
         [schemas.read(plain[o], "run") for o in presented] if plain else None, sm.params.ocsft["adaptive"])
     schemas.write(table, sm.output.table, "stability")

@@ -56,6 +56,7 @@ from posbias.config.experiments import (
     silver_shuffles,
     silver_teacher,
     silver_window,
+    served_widths,
     stability_targets,
     summaries,
     variant_of,
@@ -100,6 +101,6 @@ __all__ = [
     "needs_reader", "ocsft_reference", "ocsft_variants", "orders_for", "orders_of", "pointwise_settings",
     "pool_targets", "position_settings", "prebuilt_index", "prepare", "qrels_file", "register_trained_models",
     "rerank_batches", "rerank_grid", "rerank_settings", "retriever_kind", "schema", "schema_node", "silver_path",
-    "silver_retriever", "silver_shuffles", "silver_teacher", "silver_window", "stability_targets", "summaries",
+    "served_widths", "silver_retriever", "silver_shuffles", "silver_teacher", "silver_window", "stability_targets", "summaries",
     "text_files", "train_settings", "training_labels", "validate", "variant_of", "yaml_syntax",
 ]

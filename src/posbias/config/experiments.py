@@ -173,6 +173,23 @@ def stability_targets(config: dict) -> list[tuple[str, str, str, str]]:
     return list(dict.fromkeys(out))
 
 
+def served_widths(config: dict) -> list[dict]:
+    """Each pointwise scorer of the stability stage (debias none) on each dataset: the checkpoint it reads
+    (the models entry its ``path`` names, else itself; a seeded training entry's variant) and the window
+    width B it is served at there (the dataset's consumer window, else the model's ``grade_window``).
+    Several entries reading one checkpoint serve it at several B."""
+    out = []
+    for model, dataset, retriever, method in stability_targets(config):
+        spec = config["models"][model]
+        if method != "none" or not is_pointwise(config, model):
+            continue
+        checkpoint = spec["path"] if spec.get("path") in config["models"] else model
+        out.append({"model": model, "dataset": dataset, "retriever": retriever,
+                    "checkpoint": variant_of(config.get("training", {}), checkpoint),
+                    "window": consumer_window(config, dataset) or spec["grade_window"]})
+    return out
+
+
 def listwise_datasets(config: dict) -> list[str]:
     """Datasets that carry listwise training instances."""
     return [name for name, spec in config["datasets"].items()

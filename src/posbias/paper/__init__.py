@@ -38,6 +38,7 @@ from posbias.paper.pool_figures import pool_psi_figure, pool_summary, variance_f
 from posbias.paper.position_bias import position_bias
 from posbias.paper.position_curve import position_curve_figure
 from posbias.paper.rerank_overview import rerank_table
+from posbias.paper.serving_width import serving_width
 from posbias.paper.retrieval import retrieval_table
 from posbias.paper.retrievers import retrievers
 from posbias.paper.stability import ocsft_settings, stability
@@ -153,6 +154,9 @@ TABLES: dict[str, PaperTable] = {
     "frontier": PaperTable(
         "Every method on one frontier: quality, decision stability and cost per query",
         ("stability_queries", "stability", "variants", "references", "decisions"), frontier, rule="frontier"),
+    "serving_width": PaperTable(
+        "One checkpoint served at several window widths B: quality, stability and latency (OC-SFT)",
+        ("stability", "widths"), serving_width, rule="frontier"),
     "consumers": PaperTable(
         "OC-SFT consumers: decisions and their flips across presentations", ("decisions", "variants", "references"),
         decisions_table, rule="decisions_table"),

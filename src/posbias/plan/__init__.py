@@ -50,6 +50,8 @@ from posbias.plan.counting import (
     tokenizer_source,
 )
 from posbias.plan.report import actual, check_table, cost_files, summary, table, tokenizers, versus_run
+from posbias.plan.serving import serving, serving_table
+from posbias.plan.serving import settings as serving_settings
 from posbias.plan.throughput import (
     DEFAULT_ENGINE,
     WORKFLOW,
@@ -93,6 +95,9 @@ __all__ = [
     "plan_silver",
     "plan_train",
     "read_throughput",
+    "serving",
+    "serving_settings",
+    "serving_table",
     "settings",
     "summary",
     "table",
