@@ -56,7 +56,7 @@ def test_every_reranking_experiment_is_summarised(default_run):
     summary = _summary(default_run)
     assert set(summary["model"]) == {"toy-first-s1", "toy-first-s2", "toy-debiasfirst-s1", "toy-debiasfirst-s2",
                                      "tiny-gen", "sim-linear", "tiny-ocsft", "tiny-single-order", "sim-grades",
-                                     "sim-grades-steady", "sim-lists", "toy-first-vllm"}
+                                     "sim-grades-steady", "sim-lists", "toy-first-vllm", "tiny-ocsft-b1", "tiny-ocsft-b5"}
     toy = {r["debias"]: r for r in summary.filter(pl.col("model") == "toy-first-s1").to_dicts()}
     assert set(toy) == {"none", "permsc@3"} and toy["none"]["queries"] == 100
     assert toy["none"]["prompt_tokens_per_query"] == 131  # the compact prompt, one token per word
@@ -118,13 +118,13 @@ def test_every_reranked_run_is_also_the_same_trec_run(default_run):
 
 def test_the_compute_plan_matches_the_run_in_every_exact_order(default_run):
     check = default_run.table("plan_check")
-    assert set(check["family"]) == {"rerank", "propensity_rerank"} and check["orders"].sum() == 110
+    assert set(check["family"]) == {"rerank", "propensity_rerank"} and check["orders"].sum() == 116
     assert (check["calls_match"] == check["orders"]).all() and (check["tokens_match"] == check["orders"]).all()
     assert (check["prompt_tokens"] == check["prompt_tokens_actual"]).all() and check["prompt_tokens"].sum() > 0
     exact = check.filter(pl.col("calls_exact"))
     assert (exact["calls"] == exact["calls_actual"]).all() and set(check.filter(~pl.col("calls_exact"))["model"]) == {"tiny-gen"}
     planned = pl.read_csv(default_run.path("results", "plan", "cost.csv"))
-    assert planned.filter(pl.col("family") == "rerank")["jobs"].sum() == 26
+    assert planned.filter(pl.col("family") == "rerank")["jobs"].sum() == 28
 
 
 def test_the_debiasfirst_branch_omega_augmentation_and_continued_training(default_run):
@@ -156,8 +156,8 @@ def test_the_ocsft_branch_silver_labels_training_and_stability(default_run):
     assert (single["consistency_loss"] == 0).all()
     stab = pl.concat([pl.read_parquet(p) for p in default_run.path("results", "metrics", "stability").rglob("*.parquet")
                       if not p.name.endswith(".queries.parquet")])
-    assert set(stab.filter(pl.col("family") == "pointwise")["model"]) == {"tiny-ocsft", "tiny-single-order", "sim-grades",
-                                                                         "sim-grades-steady"}
+    assert set(stab.filter(pl.col("family") == "pointwise")["model"]) == {
+        "tiny-ocsft", "tiny-single-order", "sim-grades", "sim-grades-steady", "tiny-ocsft-b1", "tiny-ocsft-b5"}
     # every listwise experiment with shuffled orders, per window-level debiasing method (PermSC@K rows on none)
     assert set(stab.filter(pl.col("family") == "listwise").select("model", "debias").iter_rows()) == {
         *((m, "none") for m in ("toy-first-s1", "toy-first-s2", "toy-debiasfirst-s1", "toy-debiasfirst-s2")),
