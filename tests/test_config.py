@@ -139,7 +139,7 @@ def test_base_models_expand_to_one_variant_per_base_then_seeds_and_pair_per_base
     assert "tiny-ocsft" not in training and training["tiny-ocsft-tiny-grades-b-s1"]["base_model"] == "tiny-grades-b"
     assert pbconfig.variant_of(training, "tiny-ocsft-tiny-grades-b-s2") == "tiny-ocsft-tiny-grades-b"
     models = [e["model"] for e in cfg["reranking"]["experiments"]]
-    assert [m for m in models if m.startswith("tiny-ocsft")] == [
+    assert [m for m in models if m.startswith("tiny-ocsft-tiny")] == [
         "tiny-ocsft-tiny-grades-s1", "tiny-ocsft-tiny-grades-s2", "tiny-ocsft-tiny-grades-b-s1", "tiny-ocsft-tiny-grades-b-s2"]
     assert pbconfig.base_pairs(cfg) == [
         {"base": "tiny-grades", "data": "synthetic-train", "ocsft": "tiny-ocsft-tiny-grades",
