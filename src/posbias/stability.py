@@ -39,8 +39,8 @@ import polars as pl
 import pyarrow as pa
 
 from posbias import metrics, schemas
-from posbias.debias import AGGREGATE_LISTS, AVERAGE_SCORES, adaptive
-from posbias.debias.adaptive import ADAPTIVE, FIXED
+from posbias.debias import AGGREGATE_LISTS, AVERAGE_SCORES
+from posbias.debias.adaptive import ADAPTIVE, FIXED, adaptive_bsc, adaptive_permsc
 from posbias.runs import canonical
 
 
@@ -127,8 +127,6 @@ def adaptive_presentations(shuffled: list[dict[str, dict[str, float]]], cap: int
     the fixed-K method at K = ``cap``: each disjoint group of ``cap`` consecutive shuffles, drawn in order
     until the aggregate's top ``depth`` is unchanged for ``patience`` draws. Returns (each presentation's
     scores per query: BSC's means or PermSC's rank-derived scores; each presentation's draws per query)."""
-    from posbias.debias import adaptive
-
     shown, draws = [], []
     groups = len(shuffled) // cap
     for g in range(min(groups, limit) if limit else groups):
@@ -137,10 +135,9 @@ def adaptive_presentations(shuffled: list[dict[str, dict[str, float]]], cap: int
         used: dict[str, int] = {}
         for q in sorted(set.intersection(*(set(s) for s in group))):
             if combine == AVERAGE_SCORES:
-                scores[q], used[q] = adaptive.adaptive_bsc([s[q] for s in group], patience, depth)
+                scores[q], used[q] = adaptive_bsc([s[q] for s in group], patience, depth)
             else:
-                central, used[q] = adaptive.adaptive_permsc([_ranked(s[q]) for s in group], aggregation, patience,
-                                                            depth)
+                central, used[q] = adaptive_permsc([_ranked(s[q]) for s in group], aggregation, patience, depth)
                 scores[q] = {d: float(len(central) - r) for r, d in enumerate(central)}
         shown.append(scores)
         draws.append(used)
@@ -159,10 +156,10 @@ def stability_table(canonical_run: pl.DataFrame, shuffled_runs: list[pl.DataFram
     pointwise scorer), PermSC's rank aggregation by ``aggregation`` of a listwise model's reranked
     lists (``AGGREGATE_LISTS``) or None (K = 1 rows only). ``keys`` names the rows (model, dataset,
     retriever, debias, family). ``cost``: one presentation's mean ``calls``, ``prompt_tokens`` and
-    (optionally) ``seconds`` per query. ``plain_runs``: for a debiasing method, the plain scorer's canonical then shuffled runs (the
-    same presentations), for ``plain_shift``. ``adaptive`` (``caps``, ``patience``, ``depth``): for each
-    cap K, a row of the adaptive-budget method (budget ``adaptive``) on the fixed K's presentations, its
-    cost the draws it made (:func:`adaptive_presentations`)."""
+    (optionally) ``seconds`` per query. ``plain_runs``: for a debiasing method, the plain scorer's
+    canonical then shuffled runs (the same presentations), for ``plain_shift``. ``adaptive`` (``caps``,
+    ``patience``, ``depth``): for each cap K, a row of the adaptive-budget method (budget ``adaptive``) on
+    the fixed K's presentations, its cost the draws it made (:func:`adaptive_presentations`)."""
     canonical = scores_by_query(canonical_run)
     shuffled = [scores_by_query(r) for r in shuffled_runs]
     if combine not in (AVERAGE_SCORES, AGGREGATE_LISTS, None):

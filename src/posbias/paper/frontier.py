@@ -180,7 +180,7 @@ def frontier(per_query: pl.DataFrame, stability: pl.DataFrame, variants: dict[st
              "cheapest first. method: none (the plain model) or an inference-time method at K = 1 (capcal, "
              f"roundrobin@R, rename@K, …); {AGGREGATE_LISTS}@K / {AVERAGE_SCORES}@K aggregate K reranked shuffles "
              "(a listwise model's lists / a pointwise scorer's scores); '@≤K adaptive' draws those shuffles one at a "
-             "time until the aggregate's top ranks settle (posbias.debias.adaptive). calls/query and tokens/query: "
+             "time until the aggregate's top set settles (posbias.debias.adaptive). calls/query and tokens/query: "
              "model calls and prompt tokens per query (the rerank jobs' cost files × the draws). τ-PSI: (1 − mean "
              "pairwise Kendall τ)/2 (lower = more stable); retention Jaccard: mean pairwise Jaccard of the retained "
              "sets (higher = more stable); flip / verdict flip: the consumer's decision flips across presentations "

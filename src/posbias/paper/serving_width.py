@@ -40,7 +40,7 @@ def serving_width(stability: pl.DataFrame, widths: list[dict]) -> Table:
         "nDCG@10 canonical": fmt(r["ndcg10_canonical"], 3), "nDCG@10 shuffled": fmt(r["ndcg10"], 3),
         "τ-PSI": fmt(r["tau_psi"], 3), "retention Jaccard": fmt(r["jaccard"], 3),
         "calls/query": fmt(r["calls_per_query"], 1), "model s/query": fmt(r["seconds_per_query"], 3),
-        "latency saved vs B = 1": fmt(100 * r["latency_saved"], 0) + ("%" if not math.isnan(r["latency_saved"]) else ""),
+        "latency saved vs B = 1": "–" if math.isnan(r["latency_saved"]) else f"{100 * r['latency_saved']:.0f}%",
     } for r in data.iter_rows(named=True)], schema={c: pl.String for c in (
         "checkpoint", "dataset", "B", "nDCG@10 canonical", "nDCG@10 shuffled", "τ-PSI", "retention Jaccard",
         "calls/query", "model s/query", "latency saved vs B = 1")})

@@ -107,9 +107,9 @@ def stability(table: pl.DataFrame, per_query: pl.DataFrame, train_seconds: dict[
                         on=["variant", "dataset", "retriever"], how="left") if tests.height else ordered
     notes = (f"Means ± sd over each variant's training seeds (seeds column). K = 1 rows are the plain scorers; "
              "K > 1 rows are BSC@K (scores averaged over K shuffles, then sorted; its presentations are disjoint "
-             "groups of K shuffles); ≤K adaptive rows draw those K shuffles one at a time and stop once the mean scores' "
-             "top ranks settle (posbias.debias.adaptive), their calls/query the draws made. τ-PSI: (1 − mean pairwise Kendall τ)/2 over M presentations (lower = more "
-             "stable); retention Jaccard: mean pairwise Jaccard of the sets scoring at least τ*, the threshold with "
+             "groups of K shuffles); ≤K adaptive rows draw those K shuffles one at a time and stop once the top "
+             "set of the mean scores settles (posbias.debias.adaptive), their calls/query the draws made. τ-PSI: "
+             "(1 − mean pairwise Kendall τ)/2 over M presentations (lower = more stable); retention Jaccard: mean pairwise Jaccard of the sets scoring at least τ*, the threshold with "
              "the best mean canonical set-F1 (higher = more stable); ties: share of exactly tied score pairs; "
              "score sd: spread of a list's scores; top-10 instability: 1 − mean pairwise Jaccard of the top-10 "
              f"sets. † (K = 1): differs from {reference or 'the reference'} in a paired two-sided Wilcoxon test "
