@@ -262,10 +262,10 @@ def stability_combine(wildcards):
     family = modes.family(config["models"][wildcards.model])
     if wildcards.debias != "none":
         return {"family": family, "combine": None}
-    if family == "pointwise":
-        return {"family": family, "combine": debias.AVERAGE_SCORES}
-    aggregate = debias.AGGREGATE_LISTS
-    return {"family": family, "combine": aggregate, **debias.options(config["reranking"], f"{aggregate}@1")}
+    combine = debias.shuffle_combine(family)
+    if combine == debias.AVERAGE_SCORES:
+        return {"family": family, "combine": combine}
+    return {"family": family, "combine": combine, **debias.options(config["reranking"], f"{combine}@1")}
 
 
 def reader_settings():

@@ -30,6 +30,7 @@ from posbias.debias.catalog import (
     parse,
     pattern,
     placeholder,
+    shuffle_combine,
     wrap,
 )
 from posbias.debias.maths import (
@@ -50,4 +51,4 @@ from posbias.debias.maths import (
 __all__ = ["AGGREGATE_LISTS", "AVERAGE_SCORES", "CAPCAL_COUNTERS", "EXACT_KEMENY_MAX", "GRAMMAR", "METHODS",
            "PATTERN", "VARIANT", "DebiasMethod", "DebiasSpec", "aggregate", "borda", "bsc", "capcal_alpha",
            "capcal_scores", "combine", "kemeny", "kendall_distance_total", "lists", "local_search", "options",
-           "pairwise_counts", "parse", "pattern", "placeholder", "rrf_consensus", "wrap"]
+           "pairwise_counts", "parse", "pattern", "placeholder", "rrf_consensus", "shuffle_combine", "wrap"]

@@ -29,6 +29,11 @@ from posbias.debias import maths
 FIXED, ADAPTIVE = "fixed", "adaptive"  # a stability row's permutation budget: K draws, or adaptive up to K
 
 
+def label(combine: str, k: int, budget: str) -> str:
+    """How a budgeted method prints: ``bsc@K`` (K draws) or ``bsc@≤K adaptive`` (adaptive, capped at K)."""
+    return f"{combine}@{k}" if budget == FIXED else f"{combine}@≤{k} {ADAPTIVE}"
+
+
 def settled(aggregates: Sequence[Sequence[str]], patience: int, depth: int) -> bool:
     """Whether the last ``patience`` draws changed nothing in the aggregate's top ``depth`` set: the last
     ``patience`` + 1 aggregates keep the same ``depth`` documents on top (in whatever order)."""

@@ -133,6 +133,12 @@ METHODS: dict[str, DebiasMethod] = {m.name: m for m in (
 AGGREGATE_LISTS = "permsc"
 AVERAGE_SCORES = "bsc"
 
+
+def shuffle_combine(family: str) -> str:
+    """How a plain scorer's K shuffled presentations combine into one: BSC's mean scores (a pointwise
+    scorer) or PermSC's rank aggregation (a listwise model's reranked lists)."""
+    return AVERAGE_SCORES if family == "pointwise" else AGGREGATE_LISTS
+
 VARIANT = "[a-z][a-z0-9_-]*"  # a variant name starts with a letter, so it never reads as K
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import polars as pl
 
+from posbias.paper.seeds import named_variants
 from posbias.paper.writers import Table, fmt, pyplot, save_figure
 
 CELL_SCHEMA = {"base": pl.String, "data": pl.String, "dataset": pl.String, "retriever": pl.String,
@@ -22,7 +23,7 @@ def base_cells(stability: pl.DataFrame, pairs: list[dict[str, str]], variants: d
     k1 = stability.filter(pl.col("k") == 1)
     if dev:
         k1 = k1.filter(pl.col("dataset") != dev)
-    means = (k1.with_columns(variant=pl.col("model").replace_strict(variants, default=pl.col("model")))
+    means = (named_variants(k1, variants)
              .group_by("variant", "dataset", "retriever", maintain_order=True).agg(pl.col("jaccard", "tau_psi").mean()))
     rows = []
     for pair in pairs:

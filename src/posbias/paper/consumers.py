@@ -8,6 +8,7 @@ import math
 import polars as pl
 
 from posbias import consumers
+from posbias.paper.seeds import named_variants
 from posbias.paper.stats import ALPHA, holm, mean_sd, paired_pvalue
 from posbias.paper.writers import Table, fmt_sd
 
@@ -20,7 +21,7 @@ def decisions_table(per_query: pl.DataFrame, variants: dict[str, str], reference
     over the variant's seeds; † marks a difference from the dataset's OC-SFT variant (the first of
     ``references`` evaluated there) in a paired two-sided Wilcoxon test over queries (per-query values
     averaged over seeds), Holm-corrected over the table's comparisons of that value."""
-    q = per_query.with_columns(variant=pl.col("model").replace_strict(variants, default=pl.col("model")))
+    q = named_variants(per_query, variants)
     by_variant = q.group_by("variant", "dataset", "retriever", "query_id", maintain_order=True).agg(
         pl.col(*TESTED).mean())
     tests, reference_of = [], {}

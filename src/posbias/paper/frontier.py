@@ -19,9 +19,10 @@ from pathlib import Path
 
 import polars as pl
 
-from posbias.debias import AGGREGATE_LISTS, AVERAGE_SCORES
-from posbias.debias.adaptive import ADAPTIVE, FIXED
-from posbias.paper.stats import ALPHA, holm_by_metric, mean_sd, paired_against
+from posbias.debias import AGGREGATE_LISTS, AVERAGE_SCORES, shuffle_combine
+from posbias.debias.adaptive import ADAPTIVE, FIXED, label
+from posbias.paper.seeds import named_variants
+from posbias.paper.stats import ALPHA, holm_by_metric, mean_sd, paired_against, significant
 from posbias.paper.writers import Table, fmt, fmt_sd, pyplot, save_figure
 
 TESTED = ("ndcg10", "tau_psi", "jaccard")  # paired over queries against the reference
@@ -32,10 +33,7 @@ ROW_KEYS = ("dataset", "retriever", "family", "variant", "method", "k", "budget"
 def method_label(family: str, debias: str, k: int, budget: str = FIXED) -> str:
     """How a row's method prints: the debiasing method at K = 1 (``none``: the plain model), BSC@K
     (pointwise) or PermSC@K (listwise) above, ``…@≤K adaptive`` for an adaptive budget capped at K."""
-    if k > 1:
-        combine = AVERAGE_SCORES if family == "pointwise" else AGGREGATE_LISTS
-        return f"{combine}@{k}" if budget == FIXED else f"{combine}@≤{k} {ADAPTIVE}"
-    return debias
+    return label(shuffle_combine(family), k, budget) if k > 1 else debias
 
 
 def pareto(points: list[tuple[float, ...]], senses: tuple[str, ...]) -> list[bool]:
@@ -55,8 +53,7 @@ def pareto(points: list[tuple[float, ...]], senses: tuple[str, ...]) -> list[boo
 def _per_query(per_query: pl.DataFrame, variants: dict[str, str]) -> pl.DataFrame:
     """Per dataset, each (model, method) row's per-query values on the queries every row of that dataset
     scored (rows with fewer than two presentations have no stability and are left out)."""
-    q = per_query.filter(pl.col("tau_psi").is_not_nan()).with_columns(
-        variant=pl.col("model").replace_strict(variants, default=pl.col("model")))
+    q = named_variants(per_query.filter(pl.col("tau_psi").is_not_nan()), variants)
     parts = []
     for _, part in q.group_by("dataset", "retriever", maintain_order=True):
         ids = part.group_by("model", "debias", "k", "budget", maintain_order=True).agg(pl.col("query_id"))["query_id"]
@@ -109,12 +106,12 @@ def frontier_rows(per_query: pl.DataFrame, stability: pl.DataFrame, variants: di
         return pl.DataFrame(schema={k: pl.String for k in ROW_KEYS})
     counts = q.group_by("dataset", "retriever", maintain_order=True).agg(queries=pl.col("query_id").n_unique())
     data = pl.DataFrame(rows).drop("queries").join(counts, on=["dataset", "retriever"], how="left")
-    marked = []
+    fronts = []
     for _, part in data.group_by("dataset", "retriever", maintain_order=True):
-        marked.append(part.with_columns(
+        fronts.append(part.with_columns(
             cost_front=pl.Series(pareto(list(zip(part["calls"], part["tau_psi"])), ("min", "min"))),
             quality_front=pl.Series(pareto(list(zip(part["ndcg10"], part["tau_psi"])), ("max", "min")))))
-    return pl.concat(marked).sort("dataset", "retriever", "calls", "family", "variant", "method")
+    return pl.concat(fronts).sort("dataset", "retriever", "calls", "family", "variant", "method")
 
 
 def frontier_tests(per_query: pl.DataFrame, variants: dict[str, str], references: list[str]) -> pl.DataFrame:
@@ -137,11 +134,6 @@ def frontier_tests(per_query: pl.DataFrame, variants: dict[str, str], references
     return holm_by_metric(pl.concat(tests))
 
 
-def _significant(tests: pl.DataFrame) -> set[tuple[str, str, str, str]]:
-    return {(r["dataset"], r["retriever"], r["row"], r["metric"]) for r in tests.iter_rows(named=True)
-            if r["p_holm"] is not None and not math.isnan(r["p_holm"]) and r["p_holm"] < ALPHA}
-
-
 def frontier(per_query: pl.DataFrame, stability: pl.DataFrame, variants: dict[str, str], references: list[str],
              decisions: pl.DataFrame | None = None) -> Table:
     """The frontier table: per dataset, every (model, method) a config measures stability for, cheapest
@@ -149,14 +141,14 @@ def frontier(per_query: pl.DataFrame, stability: pl.DataFrame, variants: dict[st
     reference significant after Holm's correction."""
     data = frontier_rows(per_query, stability, variants, decisions)
     tests = frontier_tests(per_query, variants, references)
-    significant = _significant(tests)
+    marked = significant(tests, ("dataset", "retriever", "row", "metric"))
     refs = dict(((r["dataset"], r["retriever"]), r["reference"]) for r in tests.iter_rows(named=True))
     view = []
     for r in data.iter_rows(named=True) if "calls" in data.columns else []:
         row_key = f"{r['variant']}|{r['method']}|{r['budget']}"
 
         def cell(column: str, r=r, row_key=row_key) -> str:
-            mark = "†" if (r["dataset"], r["retriever"], row_key, column) in significant else ""
+            mark = "†" if (r["dataset"], r["retriever"], row_key, column) in marked else ""
             return fmt_sd(r[column], r[f"{column}_sd"], 3) + mark
 
         reference = refs.get((r["dataset"], r["retriever"]))

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from posbias.paper.seeds import named_variants
 from posbias.paper.stats import mean_sd
 from posbias.paper.writers import pyplot, save_figure
 
@@ -29,7 +30,7 @@ def pool_summary(per_query: pl.DataFrame, variants: dict[str, str], reference: s
     retriever; NaN without a reference. Shares are of the means over queries (reading: the paper
     does not say whether it pools before dividing; pooled parts keep near-zero queries from
     dominating)."""
-    per_model = (per_query.with_columns(variant=pl.col("model").replace_strict(variants, default=pl.col("model")))
+    per_model = (named_variants(per_query, variants)
                  .group_by("dataset", "retriever", "variant", "model", maintain_order=True)
                  .agg(pl.len().alias("queries"), pl.col("pool_psi", "total", *PARTS).mean()))
     within = pl.col("companions") + pl.col("order")

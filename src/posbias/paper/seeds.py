@@ -13,6 +13,12 @@ def with_variants(frame: pl.DataFrame, training: dict) -> pl.DataFrame:
     return frame.with_columns(variant=pl.col("model").replace_strict(names, return_dtype=pl.String))
 
 
+def named_variants(frame: pl.DataFrame, variants: dict[str, str]) -> pl.DataFrame:
+    """``frame`` with a ``variant`` column from a report rule's ``variants`` param ({model: variant}); a model
+    it does not name is its own variant."""
+    return frame.with_columns(variant=pl.col("model").replace_strict(variants, default=pl.col("model")))
+
+
 def per_query(metrics: pl.DataFrame, measure: str = "nDCG@10") -> pl.DataFrame:
     return metrics.filter(pl.col("measure") == measure)
 

@@ -9,7 +9,8 @@ import polars as pl
 
 from posbias.debias import AGGREGATE_LISTS, AVERAGE_SCORES
 from posbias.debias.adaptive import ADAPTIVE, FIXED
-from posbias.paper.stats import ALPHA, holm_by_metric, mean_sd, paired_against
+from posbias.paper.seeds import named_variants
+from posbias.paper.stats import ALPHA, holm_by_metric, mean_sd, paired_against, significant
 from posbias.paper.writers import Table, fmt, fmt_sd
 
 # The per-model columns averaged over a variant's seeds (mean ± sd), and how the table prints them.
@@ -26,7 +27,7 @@ def k_label(k: int, budget: str) -> str:
 
 
 def _variants(table: pl.DataFrame, variants: dict[str, str]) -> pl.DataFrame:
-    return table.with_columns(variant=pl.col("model").replace_strict(variants, default=pl.col("model")))
+    return named_variants(table, variants)
 
 
 def seed_means(table: pl.DataFrame, variants: dict[str, str], train_seconds: dict[str, float]) -> pl.DataFrame:
@@ -88,8 +89,7 @@ def stability(table: pl.DataFrame, per_query: pl.DataFrame, train_seconds: dict[
     if means["dataset"].n_unique() > 1:
         means = pl.concat([means, _dataset_means(means)], how="vertical_relaxed")
     tests = paired_tests(per_query, variants, reference)
-    significant = {(r["variant"], r["dataset"], r["metric"]) for r in tests.iter_rows(named=True)
-                   if r["p_holm"] is not None and not math.isnan(r["p_holm"]) and r["p_holm"] < ALPHA}
+    marked = significant(tests, ("variant", "dataset", "metric"))
     ordered = pl.concat([means.filter(pl.col("k") == 1), means.filter(pl.col("k") > 1)])
     view_rows = []
     for r in ordered.iter_rows(named=True):
@@ -97,7 +97,7 @@ def stability(table: pl.DataFrame, per_query: pl.DataFrame, train_seconds: dict[
         row = {"variant": r["variant"], "dataset": name,
                "K": k_label(r["k"], r["budget"]), "seeds": str(r["seeds"]), "queries (M)": f"{r['queries']} ({r['presentations']})"}
         for column, label in SEED_COLUMNS.items():
-            mark = "†" if r["k"] == 1 and (r["variant"], r["dataset"], column) in significant else ""
+            mark = "†" if r["k"] == 1 and (r["variant"], r["dataset"], column) in marked else ""
             row[label] = fmt_sd(r[column], r[f"{column}_sd"], 3) + mark
         row["calls/query"] = fmt(r["calls_per_query"], 1)
         row["training s"] = fmt(r["train_seconds"], 0) if r["train_seconds"] is not None else "–"

@@ -69,3 +69,10 @@ def holm_by_metric(tests: pl.DataFrame) -> pl.DataFrame:
     parts = [part.with_columns(p_holm=pl.Series(holm(part["p"].to_list()), dtype=pl.Float64))
              for _, part in tests.group_by("metric", maintain_order=True)]
     return pl.concat(parts) if parts else tests.with_columns(p_holm=pl.lit(None, dtype=pl.Float64))
+
+
+def significant(tests: pl.DataFrame, keys: tuple[str, ...]) -> set[tuple]:
+    """The ``keys`` of every test in ``tests`` whose Holm-adjusted p (``p_holm``) is below :data:`ALPHA`
+    (a None or NaN p is not significant): the cells a table marks with †."""
+    return {tuple(r[k] for k in keys) for r in tests.iter_rows(named=True)
+            if r["p_holm"] is not None and not math.isnan(r["p_holm"]) and r["p_holm"] < ALPHA}

@@ -14,8 +14,8 @@ import polars as pl
 
 from posbias import config as pbconfig
 from posbias import orders as pborders
-from posbias.debias import AGGREGATE_LISTS, AVERAGE_SCORES
-from posbias.debias.adaptive import ADAPTIVE, FIXED
+from posbias.debias import shuffle_combine
+from posbias.debias.adaptive import ADAPTIVE, FIXED, label
 from posbias.rerankers import modes
 
 SCHEMA = {"model": pl.String, "dataset": pl.String, "retriever": pl.String, "method": pl.String, "k": pl.Int64,
@@ -52,14 +52,14 @@ def serving(orders: pl.DataFrame, targets: list[dict], ks: list[int], adaptive: 
         calls = float((part["calls"] / part["queries"]).mean())
         tokens = float((part["prompt_tokens"] / part["queries"]).mean())
         exact = bool(part["calls_exact"].all() and part["tokens_exact"].all())
-        combine = AVERAGE_SCORES if t["family"] == "pointwise" else AGGREGATE_LISTS
+        combine = shuffle_combine(t["family"])
         keys = {"model": t.get("variant", t["model"]), "dataset": t["dataset"], "retriever": t["retriever"]}
         for k in sorted(k for k in ks if k > 1):
-            rows.append({**keys, "method": f"{combine}@{k}", "k": k, "budget": FIXED, "calls_min": k * calls,
+            rows.append({**keys, "method": label(combine, k, FIXED), "k": k, "budget": FIXED, "calls_min": k * calls,
                          "calls_max": k * calls, "tokens_min": k * tokens, "tokens_max": k * tokens, "exact": exact})
         floor = adaptive["patience"] + 1
         for cap in sorted(adaptive["caps"]):
-            rows.append({**keys, "method": f"{combine}@≤{cap} {ADAPTIVE}", "k": cap, "budget": ADAPTIVE,
+            rows.append({**keys, "method": label(combine, cap, ADAPTIVE), "k": cap, "budget": ADAPTIVE,
                          "calls_min": min(floor, cap) * calls, "calls_max": cap * calls,
                          "tokens_min": min(floor, cap) * tokens, "tokens_max": cap * tokens, "exact": False})
     return pl.DataFrame(rows, schema=SCHEMA)
