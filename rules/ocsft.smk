@@ -225,6 +225,13 @@ rule stability_table:
         ),
         settings_csv="results/tables/ocsft_settings.csv",
         settings_tex="results/tables/ocsft_settings.tex",
+        matched=report(
+            "results/tables/matched_retention.md",
+            caption="../docs/captions/matched_retention.rst",
+            category="OC-SFT",
+        ),
+        matched_csv="results/tables/matched_retention.csv",
+        matched_tex="results/tables/matched_retention.tex",
         bases=report(
             "results/figures/bases_pooled.png",
             caption="../docs/captions/bases_pooled.rst",
@@ -251,7 +258,12 @@ rule stability_table:
         settings=pbconfig.pointwise_settings(config),
         dev=config["ocsft"]["dev"],
         base_pairs=pbconfig.base_pairs(config),
-        tables={"stability": "table", "ocsft_settings": "settings", "bases_pooled": "bases_table"},
+        tables={
+            "stability": "table",
+            "ocsft_settings": "settings",
+            "matched_retention": "matched",
+            "bases_pooled": "bases_table",
+        },
         figures={"bsc_curve": "figure", "bases_pooled": "bases"},
         frames={},
     script:

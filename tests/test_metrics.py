@@ -94,6 +94,25 @@ def test_retention_jaccard_ties_go_to_the_higher_threshold():
     assert out["threshold"] == 1.0 and out["f1"] == 1.0
 
 
+def test_rate_threshold_and_the_matched_rate_reading_known_answers():
+    from posbias.metrics import rate_threshold, retention_jaccard
+
+    canonical = {"q1": {"a": 0.9, "b": 0.8, "c": 0.1}, "q2": {"x": 0.7, "y": 0.2}}
+    assert rate_threshold(canonical, 0.4) == 0.8  # 2 of the 5 pooled scores
+    assert rate_threshold(canonical, 0.01) == 0.9 and rate_threshold(canonical, 1.0) == 0.1  # at least one kept
+    with pytest.raises(ValueError, match="rate"):
+        rate_threshold(canonical, 0.0)
+    relevant = {"q1": {"a", "b"}, "q2": {"x"}}
+    # at rate 0.4 the threshold 0.8 keeps {a, b} and nothing of q2, whatever F1 would choose (0.7 keeps x too)
+    over = {"q1": {"a": [0.9, 0.9], "b": [0.8, 0.5], "c": [0.1, 0.1]}, "q2": {"x": [0.7, 0.75], "y": [0.2, 0.2]}}
+    matched = retention_jaccard(canonical, relevant, over, rate=0.4)
+    assert matched["threshold"] == 0.8 and matched["retained"] == pytest.approx(0.4)
+    assert matched["per_query"] == {"q1": 0.5, "q2": 1.0}  # q1: {a, b} vs {a}; q2: two empty sets
+    assert matched["f1"] == pytest.approx((1.0 + 0.0) / 2)  # q2 keeps nothing of its one relevant document
+    tuned = retention_jaccard(canonical, relevant, over)
+    assert tuned["threshold"] <= 0.7 and tuned["retained"] == pytest.approx(0.6) and tuned["f1"] == 1.0
+
+
 def test_tie_rate_and_dispersion_by_hand():
     assert metrics.tie_rate([0.5, 0.5, 0.5, 1.0]) == pytest.approx(3 / 6)  # 3 of 6 pairs tied
     assert metrics.tie_rate([0.1, 0.2, 0.3]) == 0.0 and metrics.tie_rate([1.0]) == 0.0

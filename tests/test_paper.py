@@ -272,6 +272,30 @@ def test_ocsft_table_averages_seeds_and_marks_holm_significant_differences():
     assert tests["p_holm_tau_psi"][0] < 0.05
 
 
+def test_matched_retention_reads_each_variant_at_its_threshold_and_at_the_matched_rate():
+    """A variant whose retention gain over the reference shrinks at the matched rate: both readings, their
+    differences from the reference (known answers) and a † where the paired test over queries holds."""
+    parts = []
+    for model, jaccard, matched, kept in (("oc-s1", 0.9, 0.80, 0.30), ("oc-s2", 0.8, 0.70, 0.20),
+                                          ("so", 0.5, 0.65, 0.10), ("same", 0.85, 0.75, 0.25)):
+        row, per_query = _stability_rows(model, "d1", 0.1, jaccard)
+        parts.append((row.with_columns(retained=pl.lit(kept), matched_rate=pl.lit(0.15),
+                                       jaccard_matched=pl.lit(matched)),
+                      per_query.with_columns(jaccard_matched=pl.lit(matched))))
+    table = pl.concat([p[0] for p in parts]).with_columns(pl.col("k").cast(pl.Int32))
+    per_query = pl.concat([p[1] for p in parts])
+    result = paper.build("matched_retention", stability=table, stability_queries=per_query,
+                         variants={"oc-s1": "oc", "oc-s2": "oc"}, reference="oc", dev=None)
+    data = {r["variant"]: r for r in result.data.iter_rows(named=True)}
+    assert data["oc"]["jaccard"] == pytest.approx(0.85) and data["oc"]["jaccard_matched"] == pytest.approx(0.75)
+    assert data["oc"]["retained"] == pytest.approx(0.25) and data["oc"]["jaccard_gain"] == 0.0
+    assert data["so"]["jaccard_gain"] == pytest.approx(-0.35) and data["so"]["jaccard_matched_gain"] == pytest.approx(-0.10)
+    view = {r["variant"]: r for r in result.view.iter_rows(named=True)}
+    assert view["so"]["Δ Jaccard at τ*"] == "-0.350†" and view["so"]["Δ Jaccard at matched rate"] == "-0.100†"
+    assert view["same"]["Δ Jaccard at matched rate"] == "0.000" and view["oc"]["Δ Jaccard at τ*"] == "–"
+    assert view["oc"]["matched rate"] == "0.150" and view["oc"]["Jaccard at τ*"] == "0.850 ± 0.071"
+
+
 def test_ocsft_settings_choose_lambda_on_held_out_quality_only():
     """λ is the best dev nDCG@10 among N = 2 OC-SFT entries and single order, whatever their test
     stability; other settings (N = 4, no anchor) are listed but not candidates."""

@@ -88,6 +88,26 @@ def test_order_noise_breaks_stability_and_bsc_restores_it(coll):
     assert bsc["jaccard"] > plain["jaccard"] and bsc["tau_psi"] < plain["tau_psi"]
 
 
+def test_matched_rate_is_the_relevant_share_and_reads_the_same_presentations(coll):
+    from posbias import metrics
+    from posbias.stability import relevant_sets, scores_by_query
+
+    c, _ = coll
+    scorer = SimulatedGrader(grades_by_query(c.qrels), window=10, noise=0.3, order_noise=1.0, seed=3)
+    runs, qrels = scored_runs(coll, scorer, 4)
+    summary, per_query = stability_table(runs[0], runs[1:], qrels, 1, [1], KEYS, COST)
+    row = summary.row(0, named=True)
+    canonical, relevant = scores_by_query(runs[0]), relevant_sets(qrels, 1)
+    pairs = [(q, d) for q, docs in canonical.items() for d in docs]
+    assert row["matched_rate"] == pytest.approx(sum(d in relevant.get(q, ()) for q, d in pairs) / len(pairs))
+    shown = [scores_by_query(r) for r in runs[1:]]
+    over = {q: {d: [s[q][d] for s in shown] for d in canonical[q]} for q in canonical}
+    expected = metrics.retention_jaccard(canonical, relevant, over, rate=row["matched_rate"])
+    assert row["jaccard_matched"] == pytest.approx(expected["jaccard"])
+    assert per_query["jaccard_matched"].mean() == pytest.approx(row["jaccard_matched"])
+    assert row["retained"] == pytest.approx(metrics.retention_jaccard(canonical, relevant, over)["retained"])
+
+
 def test_a_single_presentation_has_no_stability():
     from posbias.stability import bsc_presentations
 

@@ -141,21 +141,43 @@ def f1_threshold(canonical_scores: dict[str, dict[str, float]], relevant: dict[s
     return best_tau, best_f1
 
 
+def rate_threshold(canonical_scores: dict[str, dict[str, float]], rate: float) -> float:
+    """The threshold that keeps the share ``rate`` of the pooled canonical (query, document) scores: the
+    n-th highest score, n = max(1, round(rate · N)) (ties at it are kept too, so the share can exceed
+    ``rate``). OC-SFT's matched-retention-rate control places every scorer's threshold at the same rate."""
+    if not 0.0 < rate <= 1.0:
+        raise ValueError(f"rate_threshold: rate must be in (0, 1], got {rate}")
+    pooled = sorted((s for scores in canonical_scores.values() for s in scores.values()), reverse=True)
+    if not pooled:
+        raise ValueError("rate_threshold: no canonical scores")
+    return float(pooled[max(1, round(rate * len(pooled))) - 1])
+
+
 def retention_jaccard(canonical_scores: dict[str, dict[str, float]], relevant: dict[str, set[str]],
-                      scores_over_perms: dict[str, dict[str, list[float]]], grid_points: int = 41) -> dict:
+                      scores_over_perms: dict[str, dict[str, list[float]]], grid_points: int = 41,
+                      rate: float | None = None) -> dict:
     """Decision stability of a pointwise scorer that keeps every document scoring ≥ a threshold.
 
-    The threshold τ* is chosen on the canonical order (:func:`f1_threshold`). Each query's M presentations
-    (``scores_over_perms[q][d][m]``) then give M retained sets; the result's ``jaccard`` is the mean
-    over queries of their mean pairwise Jaccard (two empty sets count as 1), ``f1`` the mean F1 at τ*,
-    ``per_query`` each query's mean pairwise Jaccard.
+    The threshold τ* is chosen on the canonical order: the best mean set-F1 (:func:`f1_threshold`), or,
+    given ``rate``, the one keeping that share of the canonical scores (:func:`rate_threshold`). Each
+    query's M presentations (``scores_over_perms[q][d][m]``) then give M retained sets; the result's
+    ``jaccard`` is the mean over queries of their mean pairwise Jaccard (two empty sets count as 1),
+    ``f1`` the mean canonical F1 at τ*, ``retained`` the share of canonical scores ≥ τ*, ``per_query``
+    each query's mean pairwise Jaccard.
 
     Queries are those of ``canonical_scores`` that also appear in ``scores_over_perms``.
     """
     queries = sorted(q for q in canonical_scores if q in scores_over_perms and canonical_scores[q])
     if not queries:
         raise ValueError("retention_jaccard: no query has both canonical scores and permuted scores")
-    best_tau, best_f1 = f1_threshold({q: canonical_scores[q] for q in queries}, relevant, grid_points)
+    shown = {q: canonical_scores[q] for q in queries}
+    if rate is None:
+        best_tau, best_f1 = f1_threshold(shown, relevant, grid_points)
+    else:
+        best_tau = rate_threshold(shown, rate)
+        best_f1 = float(np.mean([_set_f1({d for d, s in shown[q].items() if s >= best_tau}, relevant.get(q, set()))
+                                 for q in queries]))
+    pooled = [s for q in queries for s in shown[q].values()]
     per_query: dict[str, float] = {}
     presentations = None
     for q in queries:
@@ -167,7 +189,7 @@ def retention_jaccard(canonical_scores: dict[str, dict[str, float]], relevant: d
         retained = [{d for d, v in perms.items() if v[i] >= best_tau} for i in range(presentations)]
         if presentations >= 2:
             per_query[q] = float(np.mean([_jaccard(a, b) for a, b in combinations(retained, 2)]))
-    return {"threshold": best_tau, "f1": best_f1,
+    return {"threshold": best_tau, "f1": best_f1, "retained": sum(s >= best_tau for s in pooled) / len(pooled),
             "jaccard": float(np.mean(list(per_query.values()))) if per_query else float("nan"),
             "queries": len(queries), "presentations": presentations, "per_query": per_query}
 

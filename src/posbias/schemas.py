@@ -210,6 +210,9 @@ STABILITY = pa.schema(
         ("jaccard", pa.float64()),
         ("threshold", pa.float64()),
         ("f1", pa.float64()),
+        ("retained", pa.float64()),
+        ("matched_rate", pa.float64()),
+        ("jaccard_matched", pa.float64()),
         ("calls_per_query", pa.float64()),
         ("tokens_per_query", pa.float64()),
         ("seconds_per_query", pa.float64()),
@@ -222,7 +225,7 @@ STABILITY = pa.schema(
 )
 # The same per query (K = 1: the plain scorer; K > 1: BSC@K or PermSC@K), for paired tests between
 # methods: STABILITY's keys, the query, and the per-query values.
-STABILITY_QUERY_VALUES = ("ndcg10", "tau_psi", "jaccard", "tie_rate", "dispersion", "top10_instability",
+STABILITY_QUERY_VALUES = ("ndcg10", "tau_psi", "jaccard", "jaccard_matched", "tie_rate", "dispersion", "top10_instability",
                           "plain_shift", "draws")
 STABILITY_QUERIES = pa.schema(
     [STABILITY.field(n) for n in ("model", "dataset", "retriever", "debias", "family", "k", "budget")]

@@ -11,7 +11,11 @@ K × M shuffled runs give every K its full M presentations. For each K:
   canonical order's nDCG@10 of the plain model;
 - ``tau_psi``: mean per-query τ-PSI over the presentations' rankings (:func:`posbias.metrics.tau_psi`);
 - ``jaccard`` / ``threshold`` / ``f1``: :func:`posbias.metrics.retention_jaccard` with τ* chosen on
-  the canonical scores;
+  the canonical scores; ``retained``: the share of canonical scores ≥ τ*;
+- ``jaccard_matched`` at ``matched_rate`` (OC-SFT's matched-retention-rate control): the retention Jaccard
+  with the threshold that keeps the same share of every scorer's canonical scores, the share of the
+  candidates that are relevant (the same for every scorer of a dataset's pools), so that a gain cannot
+  come from where one scorer's F1 threshold happens to sit;
 - ``budget``: ``fixed`` (K draws per presentation) or ``adaptive`` (draws until the aggregate settles, at
   most K: :mod:`posbias.debias.adaptive`, on the same presentations as the fixed K); ``draws``: the mean
   draws per presentation and query (K for a fixed budget);
@@ -55,6 +59,13 @@ def relevant_sets(qrels: pl.DataFrame, relevant_grade: int) -> dict[str, set[str
     """Each query's documents graded at least ``relevant_grade``."""
     rel = qrels.filter(pl.col("relevance") >= relevant_grade).group_by("query_id", maintain_order=True).agg("doc_id")
     return {q: set(d) for q, d in rel.iter_rows()}
+
+
+def relevant_share(scores: dict[str, dict[str, float]], relevant: dict[str, set[str]]) -> float:
+    """The share of the scored (query, document) candidates that are relevant: the retention rate the
+    matched-rate control gives every scorer of the same pools."""
+    total = sum(len(s) for s in scores.values())
+    return sum(len(relevant.get(q, set()) & set(s)) for q, s in scores.items()) / total if total else math.nan
 
 
 def bsc_presentations(shuffled: list[dict[str, dict[str, float]]], k: int,
@@ -208,7 +219,7 @@ class _Measure:
             per_query[q]["draws"] = float(np.mean([d[q] for d in draws]))
             if q in shift:
                 per_query[q]["plain_shift"] = shift[q]
-        jac = tau = f1 = math.nan
+        jac = tau = f1 = retained = matched = jac_matched = math.nan
         if len(shown) >= 2 and common:
             for q in common:
                 ranked = [_ranked(p[q]) for p in shown]
@@ -217,15 +228,23 @@ class _Measure:
             over = {q: {d: [p[q][d] for p in shown] for d in shown[0][q]} for q in common}
             result = metrics.retention_jaccard({q: canonical[q] for q in common}, self.relevant, over,
                                                self.grid_points)
-            jac, tau, f1 = result["jaccard"], result["threshold"], result["f1"]
+            jac, tau, f1, retained = result["jaccard"], result["threshold"], result["f1"], result["retained"]
             for q, value in result["per_query"].items():
                 per_query[q]["jaccard"] = value
+            matched = relevant_share({q: canonical[q] for q in common}, self.relevant)
+            if matched > 0:
+                result = metrics.retention_jaccard({q: canonical[q] for q in common}, self.relevant, over,
+                                                   rate=matched)
+                jac_matched = result["jaccard"]
+                for q, value in result["per_query"].items():
+                    per_query[q]["jaccard_matched"] = value
         means = {c: float(np.mean([v[c] for v in per_query.values()])) if per_query else math.nan
-                 for c in QUERY_COLUMNS if c not in ("ndcg10", "jaccard")}
+                 for c in QUERY_COLUMNS if c not in ("ndcg10", "jaccard", "jaccard_matched")}
         draws_mean = means["draws"] if per_query else float(k)
         row = {**self.keys, "k": k, "budget": budget, "presentations": len(shown), "queries": len(common),
                "ndcg10_canonical": self.base_ndcg, "ndcg10": float(np.mean([np.mean(list(n.values())) for n in ndcg])),
-               **means, "jaccard": jac, "threshold": tau, "f1": f1,
+               **means, "jaccard": jac, "threshold": tau, "f1": f1, "retained": retained,
+               "matched_rate": matched, "jaccard_matched": jac_matched,
                "calls_per_query": draws_mean * self.cost["calls"],
                "tokens_per_query": draws_mean * self.cost["prompt_tokens"],
                "seconds_per_query": draws_mean * self.cost.get("seconds", math.nan)}

@@ -33,6 +33,7 @@ from posbias.paper.capcal import capcal
 from posbias.paper.consumers import decisions_table
 from posbias.paper.frontier import frontier, frontier_figure
 from posbias.paper.inference_vs_training import inference_vs_training_figure
+from posbias.paper.matched_retention import matched_retention
 from posbias.paper.original_vs_shuffled import original_vs_shuffled
 from posbias.paper.pool_figures import pool_psi_figure, pool_summary, variance_figure
 from posbias.paper.position_bias import position_bias
@@ -148,6 +149,10 @@ TABLES: dict[str, PaperTable] = {
     "ocsft_settings": PaperTable(
         "OC-SFT settings: consistency weight λ, views N and the anchor", ("stability", "variants", "settings", "dev"),
         ocsft_settings, rule="stability_table"),
+    "matched_retention": PaperTable(
+        "Retention overlap at each scorer's F1 threshold and at one matched retention rate (OC-SFT)",
+        ("stability", "stability_queries", "variants", "reference", "dev"), matched_retention,
+        rule="stability_table"),
     "bases_pooled": PaperTable(
         "OC-SFT over base models: its stability gain over single order, per base and pooled over cells",
         ("stability", "base_pairs", "variants", "dev"), _bases_table, rule="stability_table"),

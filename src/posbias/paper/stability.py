@@ -49,8 +49,9 @@ def seed_means(table: pl.DataFrame, variants: dict[str, str], train_seconds: dic
     return pl.DataFrame(rows).sort("dataset", "retriever", "variant", "k", "budget", descending=[False] * 4 + [True])
 
 
-def paired_tests(per_query: pl.DataFrame, variants: dict[str, str], reference: str | None) -> pl.DataFrame:
-    """Each variant against ``reference`` at K = 1 on every dataset, per metric in TESTED: per-query
+def paired_tests(per_query: pl.DataFrame, variants: dict[str, str], reference: str | None,
+                 tested: tuple[str, ...] = TESTED) -> pl.DataFrame:
+    """Each variant against ``reference`` at K = 1 on every dataset, per metric in ``tested``: per-query
     values averaged over each variant's seeds, a paired two-sided Wilcoxon test over the queries both
     scored, Holm-corrected over all comparisons of one metric."""
     schema = {"variant": pl.String, "dataset": pl.String, "retriever": pl.String, "metric": pl.String,
@@ -59,8 +60,8 @@ def paired_tests(per_query: pl.DataFrame, variants: dict[str, str], reference: s
         return pl.DataFrame(schema=schema)
     q = (_variants(per_query.filter((pl.col("k") == 1) & (pl.col("budget") == FIXED)), variants)
          .group_by("variant", "dataset", "retriever", "query_id", maintain_order=True)
-         .agg(pl.col(*TESTED).mean()))
-    tests = [paired_against(part, "variant", reference, TESTED).with_columns(
+         .agg(pl.col(*tested).mean()))
+    tests = [paired_against(part, "variant", reference, tested).with_columns(
                  dataset=pl.lit(dataset), retriever=pl.lit(retriever))
              for (dataset, retriever), part in q.group_by("dataset", "retriever", maintain_order=True)]
     if not tests:
