@@ -96,8 +96,8 @@ def test_every_reranker_implements_the_declared_interface():
             "PermutationDebiased", "CapCalDebiased"} <= set(found)
     for cls in found.values():
         assert issubclass(cls, Reranker), cls
-        assert cls.priors in (None, "per_window", "per_step"), cls
-        if cls.priors == "per_window":
+        assert cls.priors in (None, "per_window", "per_step", "per_slot"), cls
+        if cls.priors in ("per_window", "per_slot"):
             assert cls.content_free_inputs is not Reranker.content_free_inputs, cls
         if cls.priors == "per_step":
             assert cls.rank_with_priors is not Reranker.rank_with_priors, cls
@@ -123,8 +123,10 @@ def test_a_debias_wrapper_keeps_the_base_capabilities():
     grader = SimulatedGrader({}, window=7)
     wrapped = debias.wrap(grader, "bsc@2", 0, debias.options(config.defaults("reranking"), "bsc@2"))
     assert wrapped.pointwise and wrapped.window == 7 and wrapped.stats is grader.stats
-    with pytest.raises(ValueError, match="gives no content-free priors"):
+    with pytest.raises(ValueError, match="set a fixed alpha"):  # per-slot priors have no entropy-adaptive α
         debias.wrap(grader, "capcal", 0, debias.options(config.defaults("reranking"), "capcal"))
+    with pytest.raises(ValueError, match="gives no content-free priors"):
+        debias.wrap(_Reversing(), "capcal", 0, debias.options(config.defaults("reranking"), "capcal"))
 
 
 class _Reversing(Reranker):

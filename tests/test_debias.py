@@ -94,6 +94,55 @@ def test_capcal_known_values():
     assert debias.capcal_alpha([0.5, 0.3, 0.2], c=5.0, alpha_max=2.0) == 2.0
 
 
+def test_capcal_on_slot_scores_removes_an_additive_slot_effect_and_keeps_the_level():
+    """A grader whose scores are content + an additive slot effect: at α = 1 the slot effect is gone (the
+    same documents score the same in any order) and the window's mean score is kept; α = 0 changes nothing."""
+    content = np.array([0.2, 0.7, 0.4, 0.5])
+    slot = np.array([0.15, 0.05, -0.05, -0.15])
+    empty = 0.3 + slot  # the content-free prompt: a constant level plus the slot effect
+    for order in ([0, 1, 2, 3], [3, 1, 0, 2], [2, 3, 1, 0]):
+        shown = content[order] + slot
+        calibrated = debias.capcal_slot_scores(shown, empty, alpha=1.0)
+        assert calibrated == pytest.approx((content[order] + slot.mean()).tolist())
+        assert np.mean(calibrated) == pytest.approx(shown.mean())
+    assert debias.capcal_slot_scores([0.1, 0.9], [0.6, 0.2], alpha=0.0) == pytest.approx([0.1, 0.9])
+    assert debias.capcal_slot_scores([0.1, 0.9], [0.6, 0.2], alpha=0.5) == pytest.approx([0.1 - 0.1, 0.9 + 0.1])
+    with pytest.raises(ValueError, match="equal length"):
+        debias.capcal_slot_scores([0.1, 0.9], [0.6], alpha=1.0)
+
+
+def test_capcal_on_a_grader_needs_a_fixed_alpha_and_lowers_its_slot_bias():
+    """The simulated grader with a primacy slot prior and no order noise: CapCal (α = 1) on its per-slot
+    content-free scores makes its rankings less order-dependent; the content-free prompt costs one call
+    per (query, window size); the entropy-adaptive α is refused in one line."""
+    from posbias.debias.wrappers import CapCalDebiased
+    from posbias.metrics import tau_psi
+    from posbias.permute import fisher_yates
+    from posbias.rerankers import Window
+    from posbias.rerankers.simulated import SimulatedGrader
+
+    docs = [f"d{i}" for i in range(10)]
+    grades = {"q": {d: i % 4 for i, d in enumerate(docs)}}
+    grader = SimulatedGrader(grades, window=10, prior="primacy", strength=2.0, noise=0.5, order_noise=0.0)
+    calibrated = CapCalDebiased(grader, 1.0, 1.0, 1.0, "")
+    with pytest.raises(ValueError, match="fixed alpha"):
+        CapCalDebiased(grader, None, 1.0, 1.0, "")
+
+    def rankings(model):
+        out = []
+        for seed in range(6):
+            shown = fisher_yates(docs, seed)
+            result = model.rank([Window("q", "query", shown, shown)])[0]
+            out.append([shown[i] for i in result.order])
+        return out
+
+    assert tau_psi(rankings(calibrated)) < 0.5 * tau_psi(rankings(grader))
+    grader.reset_stats()
+    costs = [c for _, _, c in grader.content_free_inputs([Window("q", "x", docs[:5], docs[:5]),
+                                                          Window("q", "x", docs[5:], docs[5:])], "")]
+    assert [c["calls"] for c in costs] == [2, 1]
+
+
 def test_the_default_adaptive_alpha_follows_the_entropy_and_reaches_its_cap_only_when_flat():
     """With the schema's c and α_max, α rises with the entropy of P(· | x) and is below its cap for every
     non-uniform distribution (with c = 5, α_max = 2 it sat at the cap in most windows: a constant)."""

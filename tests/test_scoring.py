@@ -76,6 +76,25 @@ def test_scores_are_batch_invariant_and_any_b_works(tiny):
         assert a.order == sorted(range(len(a.scores)), key=lambda i: (-a.scores[i], i))
 
 
+def test_content_free_slot_scores_are_the_placeholder_prompts_and_cached_per_query(tiny):
+    """The Grades scorer's per-slot priors: the real window's scores as ``rank`` gives them, the same slots'
+    scores of the prompt whose passages are all the placeholder, that prompt's call charged once per
+    (query, size, markers) and again after ``reset_stats``."""
+    path, coll = tiny
+    scorer = GradesScorer(LMSpec(str(path), batch_size=4), window=20)
+    texts = coll.corpus["text"].to_list()
+    windows = [Window("q1", "alpha", ["a", "b", "c"], texts[:3]), Window("q1", "alpha", ["d", "e", "f"], texts[3:6])]
+    out = scorer.content_free_inputs(windows, "N/A")
+    plain = scorer.rank(windows)
+    empty = scorer.rank([Window("", "alpha", [""] * 3, ["N/A"] * 3)])[0]
+    for (real, prior, _), result in zip(out, plain):
+        np.testing.assert_allclose(real, result.scores, atol=1e-5)
+        np.testing.assert_allclose(prior, empty.scores, atol=1e-5)
+    assert [c["calls"] for _, _, c in out] == [2, 1] and out[0][2]["prompt_tokens"] > out[1][2]["prompt_tokens"]
+    scorer.reset_stats()
+    assert scorer.content_free_inputs(windows[:1], "N/A")[0][2]["calls"] == 2
+
+
 def test_pointwise_rerank_uses_contiguous_windows_and_sorts_by_score():
     from posbias.rerankers.simulated import SimulatedGrader
 

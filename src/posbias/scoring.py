@@ -161,6 +161,7 @@ class GradesScorer(Reranker):
     """
 
     pointwise = True
+    priors = "per_slot"
 
     def __init__(self, spec: LMSpec, window: int, loaded: tuple | None = None):
         super().__init__()
@@ -168,6 +169,12 @@ class GradesScorer(Reranker):
         self.tokenizer, self.model = loaded or load(spec)
         self.encoder = GradesEncoder(self.tokenizer, spec.word_budget, spec.max_context)
         self.stats = {"forward_passes": 0, "prompt_tokens": 0, "truncated_passages": 0}
+        self._prior_cache: dict[tuple, list[float]] = {}
+
+    def reset_stats(self) -> None:
+        """Zero the counters and forget the cached content-free priors, so each order pays for its own."""
+        super().reset_stats()
+        self._prior_cache.clear()
 
     @classmethod
     def from_config(cls, spec: dict, context: BuildContext) -> GradesScorer:
@@ -203,3 +210,22 @@ class GradesScorer(Reranker):
     def rank(self, windows: list[Window]) -> list[WindowResult]:
         return [WindowResult(order=by_score(s), scores=s,
                              stats={"calls": 1, "prompt_tokens": n}) for s, n in self.scores(windows)]
+
+    def content_free_inputs(self, windows: list[Window],
+                            placeholder: str) -> list[tuple[list[float], list[float], dict]]:
+        """(slot scores, the same slots' scores with every passage replaced by ``placeholder``, cost) per window.
+        The content-free scores depend only on (query, window size, markers): computed once per key and cached,
+        their cost charged to the first window that needed them."""
+        def key(w: Window) -> tuple:
+            return w.query, len(w.doc_ids), w.markers, placeholder
+
+        missing = list(dict.fromkeys(key(w) for w in windows if key(w) not in self._prior_cache))
+        prior_cost: dict[tuple, tuple[int, int]] = {}
+        empty = self.scores([Window("", q, [""] * n, [text] * n, markers) for q, n, markers, text in missing])
+        for k, (scores, tokens) in zip(missing, empty):
+            self._prior_cache[k], prior_cost[k] = scores, (1, tokens)
+        out = []
+        for w, (scores, tokens) in zip(windows, self.scores(windows)):
+            calls, extra = prior_cost.pop(key(w), (0, 0))
+            out.append((scores, self._prior_cache[key(w)], {"calls": 1 + calls, "prompt_tokens": tokens + extra}))
+        return out

@@ -41,6 +41,7 @@ from posbias.debias.maths import (
     bsc,
     capcal_alpha,
     capcal_scores,
+    capcal_slot_scores,
     kemeny,
     kendall_distance_total,
     local_search,
@@ -50,5 +51,5 @@ from posbias.debias.maths import (
 
 __all__ = ["AGGREGATE_LISTS", "AVERAGE_SCORES", "CAPCAL_COUNTERS", "EXACT_KEMENY_MAX", "GRAMMAR", "METHODS",
            "PATTERN", "VARIANT", "DebiasMethod", "DebiasSpec", "aggregate", "borda", "bsc", "capcal_alpha",
-           "capcal_scores", "combine", "kemeny", "kendall_distance_total", "lists", "local_search", "options",
+           "capcal_scores", "capcal_slot_scores", "combine", "kemeny", "kendall_distance_total", "lists", "local_search", "options",
            "pairwise_counts", "parse", "pattern", "placeholder", "rrf_consensus", "shuffle_combine", "wrap"]

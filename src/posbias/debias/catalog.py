@@ -110,7 +110,7 @@ def _capcal(base, spec, seed, settings):
 METHODS: dict[str, DebiasMethod] = {m.name: m for m in (
     DebiasMethod("none", False, "no debiasing", None, families=frozenset({"listwise", "pointwise"})),
     DebiasMethod("capcal", False, "CapCal (content-agnostic calibration){variant}", _capcal, takes_variant=True,
-                 settings=_capcal_settings),
+                 settings=_capcal_settings, families=frozenset({"listwise", "pointwise"})),
     DebiasMethod("permsc", True, "PermSC@{k} (the {k} reranked shuffled lists aggregated)", None, level="list",
                  settings=_aggregation, lists=_shuffled_lists, combine="posbias.debias.list_level:aggregate_runs"),
     DebiasMethod("permsc-window", True, "PermSC-window@{k} ({k} shuffles of each window aggregated)",

@@ -180,6 +180,21 @@ def capcal_scores(p_real: Sequence[float], p_empty: Sequence[float], alpha: floa
     return (p - alpha * (q - 1.0 / len(p))).tolist()
 
 
+def capcal_slot_scores(s_real: Sequence[float], s_empty: Sequence[float], alpha: float) -> list[float]:
+    """CapCal on a pointwise Grades scorer's window: S(d_i) = s(d_i | x) − α·(s_i(x_empty) − mean_j s_j(x_empty)).
+
+    ``s_real`` are the window's scores (E[g]/3) in slot order, ``s_empty`` the same slots' scores with every
+    passage replaced by the placeholder: the slot's content-free prior. Its departure from the window's mean
+    content-free score is the slot effect removed; the mean stays, so the scores keep their level for a
+    threshold. This is CapCal's formula with the scores in place of P(d | ·) and the window's mean prior in
+    place of 1/|C| (the OC-SFT paper names "CapCal logit 校准" as a prompt-side fix but not its form)."""
+    p = np.asarray(s_real, dtype=float)
+    q = np.asarray(s_empty, dtype=float)
+    if p.shape != q.shape or p.ndim != 1:
+        raise ValueError("s_real and s_empty must be 1-d and of equal length")
+    return (p - alpha * (q - q.mean())).tolist()
+
+
 def bsc(scores_over_perms: dict[str, list[float]]) -> list[str]:
     """Documents best first by their mean score over the presentations; ties by doc id."""
     if not scores_over_perms:

@@ -18,7 +18,8 @@ these wrappers).
   relabellings of a pointwise Grades window's markers ``[1] … [B]``, scores averaged.
 - ``capcal``: content-agnostic probability calibration, on the content-free priors the base gives
   (:attr:`Reranker.priors`): one step per window for models with per-passage probabilities (First,
-  simulated); per decoding step, constrained, for generation models.
+  simulated); per decoding step, constrained, for generation models; per slot, with a fixed α, for
+  pointwise Grades scorers (:func:`posbias.debias.maths.capcal_slot_scores`).
 
 The K views of all windows in a batch go to the base reranker together, so batching still applies.
 View seeds derive from the config seed, the query id, the window's doc ids and the view index.
@@ -150,6 +151,10 @@ class CapCalDebiased(_Wrapper):
         if base.priors is None:
             raise ValueError(f"{type(base).__name__} gives no content-free priors (per window or per decoding step), "
                              "which CapCal calibrates against")
+        if base.priors == "per_slot" and alpha is None:
+            raise ValueError(f"CapCal on {type(base).__name__}: the entropy-adaptive α reads an answer distribution "
+                             "over the window's identifiers, which a Grades scorer does not give; set a fixed alpha "
+                             "(reranking.capcal.alpha, or a variant's alpha for capcal@NAME)")
         super().__init__(base)
         self.placeholder, self.alpha, self.c, self.alpha_max = placeholder, alpha, c, alpha_max
         for key in maths.CAPCAL_COUNTERS:
@@ -165,6 +170,8 @@ class CapCalDebiased(_Wrapper):
         self.stats["capcal_steps"] += 1
         self.stats["capcal_alpha_sum"] += alpha
         self.stats["capcal_alpha_sq_sum"] += alpha * alpha
+        if self.base.priors == "per_slot":
+            return maths.capcal_slot_scores(p_real, p_empty, alpha)
         return maths.capcal_scores(p_real, p_empty, alpha=alpha)
 
     def rank(self, windows: list[Window]) -> list[WindowResult]:

@@ -16,7 +16,9 @@ scores where it has them). Its capabilities are declared, not probed:
   internals): ``"per_window"`` (:meth:`Reranker.content_free_inputs`: the answer distribution of a
   window and of the same prompt with content-free passages) or ``"per_step"``
   (:meth:`Reranker.rank_with_priors`: decoding one identifier at a time, each step's distribution and
-  its content-free prior handed to a function that picks the step's scores), or None.
+  its content-free prior handed to a function that picks the step's scores), ``"per_slot"`` (a
+  pointwise scorer: :meth:`Reranker.content_free_inputs` gives each slot's score and the same slot's
+  score with content-free passages), or None.
 - ``batches_itself``: its engine batches and schedules requests itself (vLLM, :mod:`posbias.engines`):
   :func:`posbias.rerank.rerank` hands it a whole round of windows at once instead of ``batch_size``.
 - ``stats``: counters since the last :meth:`Reranker.reset_stats` (forward passes, prompt tokens,
@@ -87,7 +89,7 @@ class Reranker(ABC):
     window: int | None = None
     windowing: str = "contiguous"
     decodes: bool = False
-    priors: str | None = None  # None | "per_window" | "per_step"
+    priors: str | None = None  # None | "per_window" | "per_step" | "per_slot"
     batches_itself: bool = False
 
     def __init__(self) -> None:
@@ -111,7 +113,8 @@ class Reranker(ABC):
     def content_free_inputs(self, windows: list[Window],
                             placeholder: str) -> list[tuple[list[float], list[float], dict]]:
         """``priors == "per_window"``: (P(d | x), P(d | x_empty), cost) per window, x_empty the prompt with
-        every passage replaced by ``placeholder``."""
+        every passage replaced by ``placeholder``; ``"per_slot"``: (the slots' scores, the same slots' scores
+        on x_empty, cost)."""
         raise NotImplementedError(f"{type(self).__name__} gives no per-window content-free priors")
 
     def rank_with_priors(self, windows: list[Window], adjust: Callable, placeholder: str) -> list[WindowResult]:

@@ -133,12 +133,18 @@ class SimulatedGrader(SimulatedReranker):
     """
 
     pointwise = True
-    priors = None  # a grader has no answer distribution over identifiers to calibrate
+    priors = "per_slot"
 
     def __init__(self, grades: dict[str, dict[str, int]], window: int = _DEFAULTS["grade_window"],
                  order_noise: float = _DEFAULTS["order_noise"], **kwargs):
         super().__init__(grades, **kwargs)
         self.window, self.order_noise = window, order_noise
+        self._priced: set[tuple[str, int]] = set()  # (query, window size) whose content-free call is counted
+
+    def reset_stats(self) -> None:
+        """Zero the counters and forget which content-free prompts were counted, so each order pays for its own."""
+        super().reset_stats()
+        self._priced.clear()
 
     @classmethod
     def from_config(cls, spec: dict, context: BuildContext) -> SimulatedGrader:
@@ -152,6 +158,20 @@ class SimulatedGrader(SimulatedReranker):
                         for d in window.doc_ids]) if self.order_noise else 0.0
         logit = content + self.strength * prior(self.prior, len(window.doc_ids)) + self.order_noise * eta
         return 1.0 / (1.0 + np.exp(-logit))
+
+    def content_free_inputs(self, windows: list[Window],
+                            placeholder: str) -> list[tuple[list[float], list[float], dict]]:
+        """(slot scores, content-free slot scores, cost): a placeholder has no relevance, no identity and no
+        order-dependent noise, so its score is σ(−1.5 · relevance_weight + strength · prior(slot)). The
+        content-free prompt is one more call per (query, window size), charged to its first window."""
+        out = []
+        for window in windows:
+            k = len(window.doc_ids)
+            empty = 1.0 / (1.0 + np.exp(self.relevance_weight * 1.5 - self.strength * prior(self.prior, k)))
+            first = (window.query_id, k) not in self._priced
+            self._priced.add((window.query_id, k))
+            out.append((self.scores(window).tolist(), empty.tolist(), {"calls": 1 + first, "prompt_tokens": 0}))
+        return out
 
 
 def _softmax(x: np.ndarray) -> np.ndarray:
