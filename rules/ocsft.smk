@@ -296,6 +296,13 @@ rule frontier:
         ),
         widths_csv="results/tables/serving_width.csv",
         widths_tex="results/tables/serving_width.tex",
+        savings=report(
+            "results/tables/adaptive_savings.md",
+            caption="../docs/captions/adaptive_savings.rst",
+            category="Frontier",
+        ),
+        savings_csv="results/tables/adaptive_savings.csv",
+        savings_tex="results/tables/adaptive_savings.tex",
     log:
         "logs/tables/frontier.log",
     benchmark:
@@ -310,7 +317,7 @@ rule frontier:
         variants={target[0]: pbconfig.variant_of(config["training"], target[0]) for target in STABILITY_TARGETS},
         references=config["frontier"]["references"],
         widths=pbconfig.served_widths(config),
-        tables={"frontier": "table", "serving_width": "widths"},
+        tables={"frontier": "table", "serving_width": "widths", "adaptive_savings": "savings"},
         figures={"frontier": "figure"},
         frames={},
     script:

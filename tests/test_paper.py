@@ -416,6 +416,39 @@ def test_the_pooled_over_bases_comparison_pairs_ocsft_with_single_order_per_base
     assert base_cells(table, [{**pairs[0], "single": "missing"}], {}).height == 0
 
 
+def test_calls_at_reads_the_fixed_budget_curve_known_answers():
+    from posbias.paper.adaptive_savings import calls_at
+
+    curve = [(5.0, 0.30), (10.0, 0.50), (15.0, 0.60), (30.0, 0.70)]  # retention Jaccard rising with K
+    assert calls_at(curve, 0.55, "max") == pytest.approx(12.5)  # halfway between K = 2 and K = 3
+    assert calls_at(curve, 0.20, "max") == 5.0 and math.isnan(calls_at(curve, 0.75, "max"))
+    falling = [(15.0, 0.07), (5.0, 0.12), (10.0, 0.09)]  # τ-PSI falling with K, in any order
+    assert calls_at(falling, 0.08, "min") == pytest.approx(12.5)
+    # a non-monotone curve: the first fixed K at least as good counts
+    assert calls_at([(1.0, 0.5), (2.0, 0.8), (3.0, 0.6)], 0.7, "max") == pytest.approx(1 + 0.2 / 0.3)
+
+
+def test_adaptive_savings_compare_each_adaptive_row_with_its_own_fixed_curve():
+    """An adaptive row at 3.5 draws (17.5 calls) between BSC@3 and BSC@6: its Jaccard needs 18.75 fixed calls
+    (7% saved), its τ-PSI 15 (the adaptive pays 17% more), its nDCG@10 more than any fixed K measured; the
+    CapCal row at K = 1 is not part of the fixed curve."""
+    from posbias.paper.adaptive_savings import savings_rows
+
+    base = {"dataset": "d", "retriever": "r", "family": "pointwise", "variant": "m"}
+    rows = pl.DataFrame([
+        base | {"method": "none", "k": 1, "budget": "fixed", "calls": 5.0, "draws": 1.0, "ndcg10": 0.70, "tau_psi": 0.12, "jaccard": 0.80},
+        base | {"method": "capcal", "k": 1, "budget": "fixed", "calls": 10.0, "draws": 1.0, "ndcg10": 0.99, "tau_psi": 0.01, "jaccard": 0.99},
+        base | {"method": "bsc@3", "k": 3, "budget": "fixed", "calls": 15.0, "draws": 3.0, "ndcg10": 0.80, "tau_psi": 0.07, "jaccard": 0.88},
+        base | {"method": "bsc@6", "k": 6, "budget": "fixed", "calls": 30.0, "draws": 6.0, "ndcg10": 0.82, "tau_psi": 0.05, "jaccard": 0.92},
+        base | {"method": "bsc@≤6 adaptive", "k": 6, "budget": "adaptive", "calls": 17.5, "draws": 3.5, "ndcg10": 0.83, "tau_psi": 0.07, "jaccard": 0.89},
+    ])
+    (row,) = savings_rows(rows).iter_rows(named=True)
+    assert row["jaccard_fixed_calls"] == pytest.approx(18.75) and row["jaccard_saved"] == pytest.approx(1 - 17.5 / 18.75)
+    assert row["tau_psi_fixed_calls"] == pytest.approx(15.0) and row["tau_psi_saved"] == pytest.approx(1 - 17.5 / 15)
+    assert math.isnan(row["ndcg10_fixed_calls"]) and row["ndcg10_saved"] == pytest.approx(1 - 17.5 / 30)
+    assert row["max_fixed_calls"] == 30.0
+
+
 def test_one_checkpoint_across_widths_reports_latency_saved_against_b1():
     """Entries reading one checkpoint at B = 1, 5 and 20 become its rows, latency saved = 1 − s/s(B = 1);
     a checkpoint served at one width only, K > 1 rows and debiasing methods are left out."""

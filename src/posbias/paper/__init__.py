@@ -26,6 +26,7 @@ import polars as pl
 from posbias import atomic, registry, schemas
 from posbias.paper.ablation_curves import ablation_curves_figure
 from posbias.paper.ablations import ablations
+from posbias.paper.adaptive_savings import adaptive_savings
 from posbias.paper.augmentation import augmentation_figure, augmentation_table
 from posbias.paper.bases import base_cells, bases_figure, bases_table
 from posbias.paper.bsc_curve import bsc_figure
@@ -159,6 +160,9 @@ TABLES: dict[str, PaperTable] = {
     "frontier": PaperTable(
         "Every method on one frontier: quality, decision stability and cost per query",
         ("stability_queries", "stability", "variants", "references", "decisions"), frontier, rule="frontier"),
+    "adaptive_savings": PaperTable(
+        "Calls an adaptive permutation budget saves against fixed K at equal quality and stability",
+        ("stability_queries", "stability", "variants", "decisions"), adaptive_savings, rule="frontier"),
     "serving_width": PaperTable(
         "One checkpoint served at several window widths B: quality, stability and latency (OC-SFT)",
         ("stability", "widths"), serving_width, rule="frontier"),
