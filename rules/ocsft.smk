@@ -204,6 +204,12 @@ rule stability_table:
         stability=[paths.stability(*key, "none") for key in RERANKING_EXPERIMENTS],
         stability_queries=[paths.stability(*key, "none", "queries.parquet") for key in RERANKING_EXPERIMENTS],
         train_seconds=sorted({f"benchmarks/train/{m}.tsv" for m, _, _ in RERANKING_EXPERIMENTS if m in TRAINED}),
+        silver_stats=sorted(
+            {
+                paths.silver(s["data"], s["teacher"], config["ocsft"]["shuffles"], "stats.json")
+                for s in pbconfig.teacher_study(config)
+            }
+        ),
     output:
         table=report(
             "results/tables/stability.md",
@@ -232,6 +238,19 @@ rule stability_table:
         ),
         matched_csv="results/tables/matched_retention.csv",
         matched_tex="results/tables/matched_retention.tex",
+        teachers=report(
+            "results/tables/teachers.md",
+            caption="../docs/captions/teachers.rst",
+            category="OC-SFT",
+        ),
+        teachers_csv="results/tables/teachers.csv",
+        teachers_tex="results/tables/teachers.tex",
+        teachers_figure=report(
+            "results/figures/teachers.png",
+            caption="../docs/captions/teachers.rst",
+            category="OC-SFT",
+        ),
+        teachers_pdf="results/figures/teachers.pdf",
         bases=report(
             "results/figures/bases_pooled.png",
             caption="../docs/captions/bases_pooled.rst",
@@ -258,13 +277,15 @@ rule stability_table:
         settings=pbconfig.pointwise_settings(config),
         dev=config["ocsft"]["dev"],
         base_pairs=pbconfig.base_pairs(config),
+        teacher_study=pbconfig.teacher_study(config),
         tables={
             "stability": "table",
             "ocsft_settings": "settings",
             "matched_retention": "matched",
+            "teachers": "teachers",
             "bases_pooled": "bases_table",
         },
-        figures={"bsc_curve": "figure", "bases_pooled": "bases"},
+        figures={"bsc_curve": "figure", "teachers": "teachers_figure", "bases_pooled": "bases"},
         frames={},
     script:
         "../workflow/scripts/report.py"

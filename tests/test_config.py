@@ -123,6 +123,24 @@ def test_training_seeds_expand_to_models_and_experiments():
         pbconfig.expand_seeds(cfg)
 
 
+def test_the_teacher_study_groups_students_of_one_method_base_and_data_by_their_teachers():
+    """Students of one method from one base on one training set, with at least two teachers between them,
+    are compared (seeds once); a group with one teacher is not; the default config has none."""
+    plain = _validated(copy.deepcopy(DEFAULT))
+    _register(plain)
+    assert pbconfig.teacher_study(plain) == []
+    cfg = copy.deepcopy(DEFAULT)
+    cfg["models"]["sim-teacher"] = dict(cfg["models"]["sim-grades"])
+    cfg["training"]["tiny-single-order-sim"] = dict(cfg["training"]["tiny-single-order"], teacher="sim-teacher",
+                                                    seeds=[1, 2])
+    cfg = _validated(cfg)
+    _register(cfg)
+    study = pbconfig.teacher_study(cfg)
+    assert [(s["variant"], s["teacher"]) for s in study] == [("tiny-single-order", "qrels"),
+                                                             ("tiny-single-order-sim", "sim-teacher")]
+    assert {(s["data"], s["method"], s["base"]) for s in study} == {("synthetic-train", "single_order", "tiny-grades")}
+
+
 def test_base_models_expand_to_one_variant_per_base_then_seeds_and_pair_per_base():
     """training.<name>.base_models: the same recipe from each base, as <name>-<base>(-s<seed>), each its own
     variant; experiments on <name> run on every base's seeds; base_pairs pairs OC-SFT with single order

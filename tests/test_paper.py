@@ -449,6 +449,41 @@ def test_adaptive_savings_compare_each_adaptive_row_with_its_own_fixed_curve():
     assert row["max_fixed_calls"] == 30.0
 
 
+def test_teachers_put_label_quality_and_silver_beta_beside_their_students_with_pearson_r(tmp_path):
+    """Three teachers of one group (r over them, known answers by scipy's Pearson) and a group with one
+    teacher, which has no correlation; a teacher's silver-β is read from its shuffled labels, a student's
+    quality is the mean over its seeds."""
+    from scipy.stats import pearsonr
+
+    from posbias.paper.teachers import correlations, pearson, teacher_rows
+
+    study = [{"variant": v, "method": "single_order", "data": "train", "base": "grader", "teacher": t}
+             for v, t in (("so-slot", "slot"), ("so-mild", "mild"), ("so-fair", "fair"))]
+    study.append({"variant": "qa", "method": "single_order", "data": "qa-train", "base": "grader", "teacher": "slot"})
+    silver = pl.DataFrame({"dataset": ["train"] * 4 + ["qa-train"], "teacher": ["slot", "slot", "mild", "fair", "slot"],
+                           "shuffles": [0, 10, 10, 10, 10], "label_ndcg10": [0.6, 0.6, 0.8, 0.95, 0.5],
+                           "silver_beta": [float("nan"), 0.40, 0.20, 0.0, 0.3], "label_sd": 0.1})
+    parts = [_stability_rows(m, "toy", 0.1, 0.8)[0] for m in ("so-slot-s1", "so-slot-s2", "so-mild", "so-fair", "qa")]
+    table = pl.concat(parts).with_columns(pl.col("k").cast(pl.Int32), debias=pl.lit("none"),
+                                          ndcg10=pl.Series([0.60, 0.70, 0.80, 0.90, 0.5]),
+                                          tau_psi=pl.Series([0.4, 0.4, 0.3, 0.1, 0.2]))
+    variants = {"so-slot-s1": "so-slot", "so-slot-s2": "so-slot"}
+    rows = {r["variant"]: r for r in teacher_rows(table, silver, study, variants).iter_rows(named=True)}
+    assert rows["so-slot"]["silver_beta"] == 0.40 and rows["so-slot"]["ndcg10"] == pytest.approx(0.65)
+    assert rows["so-slot"]["seeds"] == 2 and rows["so-fair"]["label_ndcg10"] == 0.95
+    corr = {(r["data"], r["pair"]): r for r in correlations(teacher_rows(table, silver, study, variants)).iter_rows(named=True)}
+    expected = pearsonr([0.40, 0.20, 0.0], [0.65, 0.80, 0.90]).statistic
+    assert corr[("train", "silver-β × student nDCG@10")]["r"] == pytest.approx(expected) and expected < -0.9
+    assert corr[("train", "silver-β × label quality")]["teachers"] == 3
+    assert corr[("train", "silver-β × student nDCG@10")]["paper_r"] == -0.852
+    assert math.isnan(corr[("qa-train", "silver-β × student nDCG@10")]["r"])
+    assert math.isnan(pearson([0.1, 0.1, 0.1], [0.2, 0.3, 0.4]))  # a constant side has no r
+    table_out = paper.build("teachers", stability=table, silver_stats=silver, teacher_study=study, variants=variants,
+                            dev=None)
+    assert "| train · single_order · grader | so-fair | fair | 0.950 | 0.000 | 0.900 |" in \
+        paper.write(table_out, tmp_path / "teachers", "t")[0].read_text()
+
+
 def test_one_checkpoint_across_widths_reports_latency_saved_against_b1():
     """Entries reading one checkpoint at B = 1, 5 and 20 become its rows, latency saved = 1 − s/s(B = 1);
     a checkpoint served at one width only, K > 1 rows and debiasing methods are left out."""

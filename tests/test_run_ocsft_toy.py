@@ -54,6 +54,22 @@ def test_the_teacher_is_less_order_consistent_than_ocsft(ocsft_toy_run):
     assert stats["silver_beta"]["tau_psi"] > _stability(ocsft_toy_run)["toy-ocsft"]["tau_psi"]
 
 
+def test_the_teachers_compared_rank_students_by_label_quality_and_silver_beta(ocsft_toy_run):
+    """Single order from one grader on three teachers' labels (OC-SFT's Figures 9 and 11): the order-free
+    teacher's labels are the most consistent (silver-β 0) and the best, the slot-biased one's the least, and
+    the students follow: silver-β against the student's quality is negative, label quality against it positive,
+    as the paper's −0.852 and +0.812 are."""
+    rows = {r["teacher"]: r for r in ocsft_toy_run.table("teachers").iter_rows(named=True)}
+    assert set(rows) == {"slot-teacher", "mild-teacher", "fair-teacher"}
+    fair, mild, slot = rows["fair-teacher"], rows["mild-teacher"], rows["slot-teacher"]
+    assert fair["silver_beta"] < 0.01 < mild["silver_beta"] < slot["silver_beta"], rows
+    assert fair["label_ndcg10"] > slot["label_ndcg10"] and fair["ndcg10"] > slot["ndcg10"], rows
+    assert slot["seeds"] == 2 and fair["seeds"] == mild["seeds"] == 1
+    assert slot["silver-β × student nDCG@10"] < 0 < slot["label quality × student nDCG@10"], slot
+    assert "Pearson r" in ocsft_toy_run.text("results", "tables", "teachers.md")
+    assert ocsft_toy_run.path("results", "figures", "teachers.png").stat().st_size > 10_000
+
+
 def test_lambda_is_chosen_on_the_held_out_split_and_the_settings_grid_runs(ocsft_toy_run):
     settings = ocsft_toy_run.table("ocsft_settings")
     assert settings.filter(pl.col("chosen"))["variant"].to_list() == ["toy-ocsft"]  # λ = 5 on held-out nDCG@10

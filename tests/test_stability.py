@@ -142,6 +142,7 @@ def test_silver_labels_views_and_targets(coll):
     assert clipped["score"].min() == 0.0
     consistency = silver.label_consistency(labels)  # silver-β of an order-free teacher: its ties only
     assert consistency["label_sd"] == 0.0
+    assert silver.label_quality(labels, c.qrels) == pytest.approx(1.0)  # the qrels' own grades rank ideally
     assert math.isnan(silver.label_consistency(labels.filter(pl.col("view") == 0))["tau_psi"])
 
 
@@ -158,6 +159,11 @@ def test_slot_propensity_recovers_a_primacy_teacher(coll):
     assert int(cost["calls"].sum()) == labels["query_id"].n_unique() * 2 * 7  # 2 windows x (1 + 6) views
     biased = silver.label_consistency(labels)
     assert biased["tau_psi"] > 0.05 and biased["label_sd"] > 0.05  # the slot prior moves the labels
+    # the slot prior also costs the labels quality: the same grader without it ranks the anchor better
+    fair = SimulatedGrader(grades, window=20, noise=0.0, prior="none", seed=1)
+    fair_labels, _ = silver.silver_labels(fair, first, c.queries, c.corpus, grades, 7, depth=40, window=20,
+                                          shuffles=0, batch_size=8)
+    assert silver.label_quality(labels, c.qrels) < silver.label_quality(fair_labels, c.qrels) - 0.05
     assert not math.isnan(labels["score"].mean())
 
 

@@ -143,6 +143,18 @@ def slot_weights(propensity: np.ndarray, clip: float | None) -> np.ndarray:
     return w / w.mean()
 
 
+def label_quality(silver: pl.DataFrame, qrels: pl.DataFrame) -> float:
+    """The teacher's label quality: mean nDCG@10 (ir_measures) over the labelled queries of the ranking its
+    anchor-view (view 0) scores give, against the training queries' qrels (our reading of the OC-SFT paper's
+    标签质量, which it does not define)."""
+    anchor = silver.filter(pl.col("view") == 0).select("query_id", "doc_id", "score")
+    judged = qrels.filter(pl.col("query_id").is_in(anchor["query_id"].unique().to_list()))
+    if anchor.is_empty() or judged.is_empty():
+        return float("nan")
+    values = metrics.evaluate(anchor, judged, ["nDCG@10"], "teacher", "silver")["value"]
+    return float(values.mean())
+
+
 def label_consistency(silver: pl.DataFrame) -> dict[str, float]:
     """Silver-β: how order-consistent the teacher's own labels are over its T + 1 views of each query's
     top-depth (the anchor and T shuffles): ``tau_psi``, the mean per-query τ-PSI of the rankings its

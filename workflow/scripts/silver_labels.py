@@ -25,9 +25,10 @@ with logged(sm, "silver_labels") as log:
     wall = time.perf_counter() - start
     schemas.write(labels, sm.output.labels, "silver")
     schemas.write(cost, sm.output.cost, "cost")
-    stats = {"teacher": sm.wildcards.teacher, "shuffles": int(sm.wildcards.shuffles),
+    stats = {"dataset": sm.wildcards.dataset, "teacher": sm.wildcards.teacher, "shuffles": int(sm.wildcards.shuffles),
              "queries": labels["query_id"].n_unique(), "documents": labels.filter(labels["view"] == 0).height,
              "teacher_calls": int(cost["calls"].sum()) if cost.height else 0, "wall_seconds": wall,
+             "label_ndcg10": silver.label_quality(labels, schemas.read(sm.input.qrels, "qrels")),
              "silver_beta": silver.label_consistency(labels) if int(sm.wildcards.shuffles) else None}
     atomic.write_text(sm.output.stats, json.dumps(stats, indent=1))
     log.info("silver labels: %s", stats)

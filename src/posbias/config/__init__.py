@@ -77,7 +77,9 @@ from posbias.config.params import (
     pointwise_settings,
     position_settings,
     rerank_settings,
+    silver_jobs,
     sorted_keys,
+    teacher_study,
     train_settings,
     training_labels,
 )
@@ -101,6 +103,6 @@ __all__ = [
     "needs_reader", "ocsft_reference", "ocsft_variants", "orders_for", "orders_of", "pointwise_settings",
     "pool_targets", "position_settings", "prebuilt_index", "prepare", "qrels_file", "register_trained_models",
     "rerank_batches", "rerank_grid", "rerank_settings", "retriever_kind", "schema", "schema_node", "silver_path",
-    "served_widths", "silver_retriever", "silver_shuffles", "silver_teacher", "silver_window", "stability_targets", "summaries",
-    "text_files", "train_settings", "training_labels", "validate", "variant_of", "yaml_syntax",
+    "served_widths", "silver_jobs", "silver_retriever", "silver_shuffles", "silver_teacher", "silver_window", "stability_targets", "summaries",
+    "teacher_study", "text_files", "train_settings", "training_labels", "validate", "variant_of", "yaml_syntax",
 ]

@@ -5,7 +5,15 @@ depends on it.
 from __future__ import annotations
 
 from posbias import debias, methods, orders
-from posbias.config.experiments import consumer_window, find_experiment, is_pointwise, orders_for, variant_of
+from posbias.config.experiments import (
+    consumer_window,
+    find_experiment,
+    is_pointwise,
+    orders_for,
+    silver_shuffles,
+    silver_teacher,
+    variant_of,
+)
 from posbias.config.schema_defaults import model_defaults
 from posbias.training import families
 
@@ -95,3 +103,32 @@ def pointwise_settings(config: dict) -> dict[str, dict]:
                 "method": method.name, "lambda": run["hyper"]["consistency"] if method.consistency else 0.0,
                 "views": views, "grid": method.on_lambda_grid}
     return out
+
+
+def teacher_study(config: dict) -> list[dict]:
+    """OC-SFT's teachers compared (its Figures 9 and 11): the pointwise variants trained by one method from one
+    base on one training set, grouped, where a group's variants learn from at least two different silver
+    teachers. One ``{"variant", "method", "data", "base", "teacher"}`` per variant of such a group (seeds once):
+    each teacher's label quality and silver-β (over ``ocsft.shuffles`` shuffles) against its student's."""
+    training = config.get("training", {})
+    students: dict[str, dict] = {}
+    for name, run in training.items():
+        if families.of(run["method"]).silver:
+            variant = variant_of(training, name)
+            students[variant] = {"variant": variant, "method": run["method"], "data": run["data"],
+                                 "base": variant_of(training, run["base_model"]),
+                                 "teacher": silver_teacher(config, run)}
+    groups: dict[tuple, list[dict]] = {}
+    for student in students.values():
+        groups.setdefault((student["data"], student["method"], student["base"]), []).append(student)
+    return [s for group in groups.values() if len({s["teacher"] for s in group}) >= 2 for s in group]
+
+
+def silver_jobs(config: dict) -> list[tuple[str, str, int]]:
+    """Every silver-label job the workflow runs, as (training set, teacher, shuffles T): each pointwise training
+    entry's labels, and the labels over ``ocsft.shuffles`` shuffles whose silver-β the teacher study reads."""
+    training = config.get("training", {})
+    jobs = [(run["data"], silver_teacher(config, run), silver_shuffles(config, run)) for run in training.values()
+            if families.of(run["method"]).silver]
+    jobs += [(s["data"], s["teacher"], config["ocsft"]["shuffles"]) for s in teacher_study(config)]
+    return list(dict.fromkeys(jobs))

@@ -45,6 +45,7 @@ from posbias.paper.retrieval import retrieval_table
 from posbias.paper.retrievers import retrievers
 from posbias.paper.stability import ocsft_settings, stability
 from posbias.paper.stats import ALPHA, holm, mean_sd, paired_pvalue
+from posbias.paper.teachers import teachers, teachers_figure
 from posbias.paper.versus_baselines import versus_baselines
 from posbias.paper.writers import Table, fmt, fmt_sd, write
 
@@ -154,6 +155,9 @@ TABLES: dict[str, PaperTable] = {
         "Retention overlap at each scorer's F1 threshold and at one matched retention rate (OC-SFT)",
         ("stability", "stability_queries", "variants", "reference", "dev"), matched_retention,
         rule="stability_table"),
+    "teachers": PaperTable(
+        "Teachers compared: label quality and silver-β against the student's quality and stability (OC-SFT)",
+        ("stability", "silver_stats", "teacher_study", "variants", "dev"), teachers, rule="stability_table"),
     "bases_pooled": PaperTable(
         "OC-SFT over base models: its stability gain over single order, per base and pooled over cells",
         ("stability", "base_pairs", "variants", "dev"), _bases_table, rule="stability_table"),
@@ -194,6 +198,9 @@ FIGURES: dict[str, PaperFigure] = {
     "bases_pooled": PaperFigure(
         "OC-SFT's stability gain over single order per base model, pooled",
         ("stability", "base_pairs", "variants", "dev"), _bases_figure, rule="stability_table"),
+    "teachers": PaperFigure(
+        "OC-SFT: the student's quality against its teacher's silver-β and label quality (Figures 9 and 11)",
+        ("stability", "silver_stats", "teacher_study", "variants", "dev"), teachers_figure, rule="stability_table"),
     "frontier": PaperFigure(
         "Every method on one frontier: τ-PSI against model calls per query and against nDCG@10",
         ("stability_queries", "stability", "variants", "decisions"), frontier_figure, rule="frontier"),

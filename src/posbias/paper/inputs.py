@@ -8,6 +8,7 @@ table that reads a kind reads it the same way.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -31,6 +32,21 @@ def _train_seconds(files: list[str]) -> dict[str, float]:
     return {Path(p).stem: float(pl.read_csv(p, separator="\t")["s"][0]) for p in files}
 
 
+def _silver_stats(files: list[str]) -> pl.DataFrame:
+    """Per silver-label job (its stats JSON): dataset, teacher, shuffles, label quality and silver-β (the
+    labels' τ-PSI and score sd over the teacher's views; NaN without shuffles)."""
+    rows = []
+    for p in files:
+        stats = json.loads(Path(p).read_text())
+        beta = stats.get("silver_beta") or {}
+        rows.append({"dataset": stats["dataset"], "teacher": stats["teacher"], "shuffles": stats["shuffles"],
+                     "label_ndcg10": float(stats["label_ndcg10"]), "silver_beta": float(beta.get("tau_psi", "nan")),
+                     "label_sd": float(beta.get("label_sd", "nan"))})
+    schema = {"dataset": pl.String, "teacher": pl.String, "shuffles": pl.Int64, "label_ndcg10": pl.Float64,
+              "silver_beta": pl.Float64, "label_sd": pl.Float64}
+    return pl.DataFrame(rows, schema=schema)
+
+
 def _position_ranks(files: list[str]) -> dict[str, pl.DataFrame]:
     """Per augmentation (the file's stem, in the rule's order): the input position of the teacher's best passage."""
     return {Path(p).stem: position_rank_table(schemas.read(p, "listwise")) for p in files}
@@ -46,6 +62,7 @@ READERS: dict[str, Callable[[list[str]], object]] = {
     "stability_queries": _concat("stability_queries"),
     "decisions": _concat("decisions"),
     "pool": _concat("pool"),
+    "silver_stats": _silver_stats,
     "position_ranks": _position_ranks,
     "train_seconds": _train_seconds,
     "plan": lambda files: pl.read_parquet(files[0]),

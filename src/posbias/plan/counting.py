@@ -220,26 +220,22 @@ def plan_propensity(config: dict, root: Path, scale=_unit, tokenizers: dict | No
 
 
 def plan_silver(config: dict, root: Path, scale=_unit, tokenizers: dict | None = None) -> list[dict]:
-    """The silver_labels jobs with a model teacher: view 0 and T shuffles of each training query."""
-    out, seen, data = [], set(), _Data(root)
+    """The silver_labels jobs with a model teacher (:func:`posbias.config.silver_jobs`): view 0 and T shuffles of
+    each training query."""
+    out, data = [], _Data(root)
     oc = config["ocsft"]
-    for run in config.get("training", {}).values():
-        if not families.of(run["method"]).silver:
+    for dataset, teacher, shuffles in pbconfig.silver_jobs(config):
+        if teacher == silver.QRELS_TEACHER:
             continue
-        teacher, shuffles = pbconfig.silver_teacher(config, run), pbconfig.silver_shuffles(config, run)
-        if teacher == silver.QRELS_TEACHER or (run["data"], teacher, shuffles) in seen:
-            continue
-        seen.add((run["data"], teacher, shuffles))
-        exp = data.experiment(run["data"], pbconfig.silver_retriever(config, run["data"]))
+        retriever = pbconfig.silver_retriever(config, dataset)
+        exp = data.experiment(dataset, retriever)
         counting = counting_reranker(config, teacher, exp.grades, config["reranking"]["word_budget"], root,
                                      tokenizers)
         _, cost = silver.silver_labels(counting.reranker, exp.first_stage, exp.queries, exp.corpus, exp.grades, config["seed"],
-                                       oc["depth"], pbconfig.silver_window(config, run["data"]), shuffles, oc.get("queries"),
+                                       oc["depth"], pbconfig.silver_window(config, dataset), shuffles, oc.get("queries"),
                                        config["models"][teacher]["batch_size"])
-        out.append(_row("silver_labels", teacher, run["data"], pbconfig.silver_retriever(config, run["data"]), "none",
-                        f"t{shuffles}",
-                        f"{run['data']}/t{shuffles}", cost["query_id"].n_unique(), cost, True, counting,
-                        scale(run["data"], oc.get("queries"))))
+        out.append(_row("silver_labels", teacher, dataset, retriever, "none", f"t{shuffles}", f"{dataset}/t{shuffles}",
+                        cost["query_id"].n_unique(), cost, True, counting, scale(dataset, oc.get("queries"))))
     return out
 
 
