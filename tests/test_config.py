@@ -103,7 +103,7 @@ def test_grades_experiments_take_no_listwise_debiasing():
     cfg["reranking"]["experiments"].append({"model": "sim-grades", "dataset": "synthetic", "retriever": "bm25",
                                             "debias": ["none", "permsc@5"]})
     with pytest.raises(ValueError, match=r"permsc@5 does not apply to 'sim-grades', a pointwise scorer .* use one of "
-                                         r"none, roundrobin, rename"):
+                                         r"none, capcal, roundrobin, rename"):
         pbconfig.check_experiments(cfg)
 
 
