@@ -226,15 +226,14 @@ class _Measure:
                 per_query[q]["tau_psi"] = metrics.tau_psi(ranked)
                 per_query[q]["top10_instability"] = metrics.topk_instability(ranked, 10)
             over = {q: {d: [p[q][d] for p in shown] for d in shown[0][q]} for q in common}
-            result = metrics.retention_jaccard({q: canonical[q] for q in common}, self.relevant, over,
-                                               self.grid_points)
+            scored = {q: canonical[q] for q in common}
+            result = metrics.retention_jaccard(scored, self.relevant, over, self.grid_points)
             jac, tau, f1, retained = result["jaccard"], result["threshold"], result["f1"], result["retained"]
             for q, value in result["per_query"].items():
                 per_query[q]["jaccard"] = value
-            matched = relevant_share({q: canonical[q] for q in common}, self.relevant)
+            matched = relevant_share(scored, self.relevant)
             if matched > 0:
-                result = metrics.retention_jaccard({q: canonical[q] for q in common}, self.relevant, over,
-                                                   rate=matched)
+                result = metrics.retention_jaccard(scored, self.relevant, over, rate=matched)
                 jac_matched = result["jaccard"]
                 for q, value in result["per_query"].items():
                     per_query[q]["jaccard_matched"] = value
