@@ -66,7 +66,7 @@ def test_the_teachers_compared_rank_students_by_label_quality_and_silver_beta(oc
     assert fair["label_ndcg10"] > slot["label_ndcg10"] and fair["ndcg10"] > slot["ndcg10"], rows
     assert slot["seeds"] == 2 and fair["seeds"] == mild["seeds"] == 1
     assert slot["silver-β × student nDCG@10"] < 0 < slot["label quality × student nDCG@10"], slot
-    assert "Pearson r" in ocsft_toy_run.text("results", "tables", "teachers.md")
+    assert "| Pearson r | paper's r |" in ocsft_toy_run.text("results", "tables", "teachers.md")
     assert ocsft_toy_run.path("results", "figures", "teachers.png").stat().st_size > 10_000
 
 

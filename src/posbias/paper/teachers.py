@@ -86,15 +86,20 @@ def teachers(stability: pl.DataFrame, silver_stats: pl.DataFrame, study: list[di
     quality and stability, then each group's correlations beside the paper's."""
     rows = teacher_rows(stability, silver_stats, study, variants, dev)
     corr = correlations(rows)
-    view = [{"training set · method · base": f"{r['data']} · {r['method']} · {r['base']}", "student": r["variant"],
-             "teacher": r["teacher"], "label nDCG@10": fmt(r["label_ndcg10"], 3), "silver-β": fmt(r["silver_beta"], 3),
-             "student nDCG@10": fmt(r["ndcg10"], 3), "student τ-PSI": fmt(r["tau_psi"], 3),
-             "student Jaccard": fmt(r["jaccard"], 3)} for r in rows.iter_rows(named=True)]
-    view += [{"training set · method · base": f"{r['data']} · {r['method']} · {r['base']}", "student": "Pearson r",
-              "teacher": f"{r['pair']} ({r['teachers']} teachers)", "label nDCG@10": "", "silver-β": "",
-              "student nDCG@10": fmt(r["r"], 3), "student τ-PSI": "",
-              "student Jaccard": "paper " + fmt(r["paper_r"], 3) if not math.isnan(r["paper_r"]) else ""}
+    blank = dict.fromkeys(("label nDCG@10", "silver-β", "student nDCG@10", "student τ-PSI", "student Jaccard",
+                           "Pearson r", "paper's r"), "")
+    view = [blank | {"training set · method · base": f"{r['data']} · {r['method']} · {r['base']}",
+                     "student": r["variant"], "teacher": r["teacher"], "label nDCG@10": fmt(r["label_ndcg10"], 3),
+                     "silver-β": fmt(r["silver_beta"], 3), "student nDCG@10": fmt(r["ndcg10"], 3),
+                     "student τ-PSI": fmt(r["tau_psi"], 3), "student Jaccard": fmt(r["jaccard"], 3)}
+            for r in rows.iter_rows(named=True)]
+    view += [blank | {"training set · method · base": f"{r['data']} · {r['method']} · {r['base']}",
+                      "student": f"{r['pair']} ({r['teachers']} teachers)", "teacher": "", "Pearson r": fmt(r["r"], 3),
+                      "paper's r": fmt(r["paper_r"], 3) if not math.isnan(r["paper_r"]) else ""}
              for r in corr.iter_rows(named=True)]
+    columns = ("training set · method · base", "student", "teacher", "label nDCG@10", "silver-β", "student nDCG@10",
+               "student τ-PSI", "student Jaccard", "Pearson r", "paper's r")
+    view = [{c: row[c] for c in columns} for row in view]
     if not view:
         view = [{"teachers compared": "none: no students of one method, base and training set learn from two "
                                       "teachers in this config (posbias.config.teacher_study)"}]
