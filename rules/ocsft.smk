@@ -209,6 +209,10 @@ rule stability_table:
                 paths.silver(s["data"], s["teacher"], config["ocsft"]["shuffles"], "stats.json")
                 for s in pbconfig.teacher_study(config)
             }
+            | {
+                paths.silver(s["data"], s["teacher"], s["shuffles"], "stats.json")
+                for s in pbconfig.label_budget(config)
+            }
         ),
     output:
         table=report(
@@ -251,6 +255,19 @@ rule stability_table:
             category="OC-SFT",
         ),
         teachers_pdf="results/figures/teachers.pdf",
+        label_budget=report(
+            "results/tables/label_budget.md",
+            caption="../docs/captions/label_budget.rst",
+            category="OC-SFT",
+        ),
+        label_budget_csv="results/tables/label_budget.csv",
+        label_budget_tex="results/tables/label_budget.tex",
+        label_budget_figure=report(
+            "results/figures/label_budget.png",
+            caption="../docs/captions/label_budget.rst",
+            category="OC-SFT",
+        ),
+        label_budget_pdf="results/figures/label_budget.pdf",
         bases=report(
             "results/figures/bases_pooled.png",
             caption="../docs/captions/bases_pooled.rst",
@@ -278,14 +295,21 @@ rule stability_table:
         dev=config["ocsft"]["dev"],
         base_pairs=pbconfig.base_pairs(config),
         teacher_study=pbconfig.teacher_study(config),
+        label_budget=pbconfig.label_budget(config),
         tables={
             "stability": "table",
             "ocsft_settings": "settings",
             "matched_retention": "matched",
             "teachers": "teachers",
+            "label_budget": "label_budget",
             "bases_pooled": "bases_table",
         },
-        figures={"bsc_curve": "figure", "teachers": "teachers_figure", "bases_pooled": "bases"},
+        figures={
+            "bsc_curve": "figure",
+            "teachers": "teachers_figure",
+            "label_budget": "label_budget_figure",
+            "bases_pooled": "bases",
+        },
         frames={},
     script:
         "../workflow/scripts/report.py"
@@ -324,6 +348,13 @@ rule frontier:
         ),
         savings_csv="results/tables/adaptive_savings.csv",
         savings_tex="results/tables/adaptive_savings.tex",
+        channels=report(
+            "results/tables/channels.md",
+            caption="../docs/captions/channels.rst",
+            category="OC-SFT",
+        ),
+        channels_csv="results/tables/channels.csv",
+        channels_tex="results/tables/channels.tex",
     log:
         "logs/tables/frontier.log",
     benchmark:
@@ -338,7 +369,12 @@ rule frontier:
         variants={target[0]: pbconfig.variant_of(config["training"], target[0]) for target in STABILITY_TARGETS},
         references=config["frontier"]["references"],
         widths=pbconfig.served_widths(config),
-        tables={"frontier": "table", "serving_width": "widths", "adaptive_savings": "savings"},
+        tables={
+            "frontier": "table",
+            "serving_width": "widths",
+            "adaptive_savings": "savings",
+            "channels": "channels",
+        },
         figures={"frontier": "figure"},
         frames={},
     script:

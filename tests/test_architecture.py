@@ -421,7 +421,10 @@ def test_bad_orders_are_rejected(name):
 def test_method_registry_drives_the_config_checks():
     assert methods.names("listwise") == ["first", "debiasfirst", "rank", "rank_ips", "rank_ips_lm"]
     assert methods.names("pointwise") == ["ocsft", "ocsft_no_anchor", "single_order", "order_averaged", "perm_aug",
-                                          "debiasfirst_pointwise"]
+                                          "debiasfirst_pointwise", "ocsft_ema", "marker_sft", "ocsft_markers"]
+    assert [m for m in methods.METHODS if methods.get(m).markers != "fixed"] == ["marker_sft", "ocsft_markers"]
+    assert [m for m in methods.METHODS if not methods.reads_hyper(m, "ema_decay")] == [
+        m for m in methods.METHODS if m != "ocsft_ema"]
     assert [m for m in methods.METHODS if methods.get(m).on_lambda_grid] == ["ocsft", "single_order"]
     assert [m for m in methods.METHODS if methods.get(m).needs_omega] == ["debiasfirst", "rank_ips", "rank_ips_lm"]
     assert [m for m in methods.METHODS if methods.get(m).shuffled_silver] == ["order_averaged",

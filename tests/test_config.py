@@ -141,6 +141,22 @@ def test_the_teacher_study_groups_students_of_one_method_base_and_data_by_their_
     assert {(s["data"], s["method"], s["base"]) for s in study} == {("synthetic-train", "single_order", "tiny-grades")}
 
 
+def test_the_label_budget_groups_students_of_one_base_data_and_teacher_where_one_has_max_queries():
+    """A run with max_queries puts its group (base, training set, teacher) on the label-budget curve, each
+    variant once with its teacher shuffles; without one the config has no curve."""
+    plain = _validated(copy.deepcopy(DEFAULT))
+    _register(plain)
+    assert pbconfig.label_budget(plain) == []
+    cfg = copy.deepcopy(DEFAULT)
+    cfg["training"]["tiny-ocsft-q2"] = dict(cfg["training"]["tiny-ocsft"], max_queries=2, seeds=[1, 2])
+    cfg = _validated(cfg)
+    _register(cfg)
+    curve = {s["variant"]: s for s in pbconfig.label_budget(cfg)}
+    assert curve["tiny-ocsft-q2"]["max_queries"] == 2 and curve["tiny-ocsft"]["max_queries"] is None
+    assert {s["shuffles"] for s in curve.values()} == {0} and len({(s["data"], s["base"], s["teacher"])
+                                                                    for s in curve.values()}) == 1
+
+
 def test_base_models_expand_to_one_variant_per_base_then_seeds_and_pair_per_base():
     """training.<name>.base_models: the same recipe from each base, as <name>-<base>(-s<seed>), each its own
     variant; experiments on <name> run on every base's seeds; base_pairs pairs OC-SFT with single order

@@ -217,3 +217,17 @@ def test_ocsft_without_anchor_supervises_every_view():
     same = views[:1].repeat(2, 1)
     assert float(losses.ocsft_terms(same, target, anchor=False)[0]) == pytest.approx(
         float(losses.ocsft_terms(same, target)[0]))
+
+
+def test_an_ema_centre_replaces_the_views_mean_of_the_variance_penalty():
+    """With the views' own mean as the centre the penalty is OC-SFT's; another centre c gives Σ_i mean_d
+    (s_i − c)² (known answer); the pairwise form takes no centre."""
+    views = torch.tensor([[0.2, 0.8], [0.4, 0.6]])
+    target = torch.tensor([0.0, 1.0])
+    _, own = losses.ocsft_terms(views, target)
+    _, same = losses.ocsft_terms(views, target, centre=views.mean(0))
+    assert torch.isclose(own, same)
+    _, other = losses.ocsft_terms(views, target, centre=torch.tensor([0.0, 1.0]))
+    assert torch.isclose(other, torch.tensor((0.04 + 0.04) / 2 + (0.16 + 0.16) / 2))
+    with pytest.raises(ValueError, match="consistency_form: variance"):
+        losses.ocsft_terms(views, target, form="pairwise", centre=views.mean(0))

@@ -484,6 +484,75 @@ def test_teachers_put_label_quality_and_silver_beta_beside_their_students_with_p
         paper.write(table_out, tmp_path / "teachers", "t")[0].read_text()
 
 
+def test_the_channels_table_reads_each_probe_and_counts_the_cells_below_the_reference(tmp_path):
+    """A channel's τ-PSI is its probe row's plain_shift (rename@1: markers, skeleton@NAME: the skeleton; mean
+    over seeds), beside the plain row's order τ-PSI; on markers the penalty is below OC-SFT in both cells, on
+    every query (†), 2/2, marker-diverse SFT 0/2; the skeleton channel has its own reference and count; a
+    rename@4 row probes nothing."""
+    parts = []
+    probes = {"rename@1": {"oc-s1": 0.05, "oc-s2": 0.07, "pen": 0.01, "div": 0.08},
+              "skeleton@relevance": {"oc-s1": 0.02, "oc-s2": 0.02, "so": 0.04}, "rename@4": {"pen": 0.5}}
+    for dataset in ("d1", "d2"):
+        for model in ("oc-s1", "oc-s2", "pen", "div", "so"):
+            for debias in ("none", *probes):
+                if debias != "none" and model not in probes[debias]:
+                    continue
+                value = probes[debias][model] if debias != "none" else 0.0
+                row, per_query = _stability_rows(model, dataset, 0.2 if debias == "none" else 0.0, 0.8)
+                parts.append((row.with_columns(debias=pl.lit(debias), plain_shift=pl.lit(value)),
+                              per_query.with_columns(debias=pl.lit(debias),
+                                                     plain_shift=pl.Series([value + 0.001 * q for q in range(20)]))))
+    table = pl.concat([p[0] for p in parts]).with_columns(pl.col("k").cast(pl.Int32))
+    per_query = pl.concat([p[1] for p in parts])
+    result = paper.build("channels", stability=table, stability_queries=per_query,
+                         variants={"oc-s1": "oc", "oc-s2": "oc"}, references=["other", "oc"])
+    data = {(r["variant"], r["dataset"], r["channel"]): r for r in result.data.iter_rows(named=True)}
+    assert data["oc", "d1", "markers"]["channel_tau_psi"] == pytest.approx(0.06) and data["oc", "d1", "markers"]["seeds"] == 2
+    assert data["oc", "d1", "markers"]["tau_psi"] == pytest.approx(0.2 + 0.095)  # the plain rows' order τ-PSI
+    assert data["pen", "d2", "markers"]["channel_gain"] == pytest.approx(-0.05)
+    assert data["div", "d1", "markers"]["channel_gain"] == pytest.approx(0.02)
+    assert data["so", "d1", "skeleton"]["channel_gain"] == pytest.approx(0.02) and ("pen", "d1", "skeleton") not in data
+    assert result.data.height == 2 * (3 + 2)  # per cell: 3 variants on markers, 2 on the skeleton; rename@4 no probe
+    from posbias.paper.channels import cells_below
+    counts = cells_below(result.data, {"markers": "oc", "skeleton": "oc"})
+    assert counts == {("markers", "pen"): (2, 2), ("markers", "div"): (0, 2), ("skeleton", "so"): (0, 2)}
+    view = {(r["variant"], r["dataset"], r["channel"]): r for r in result.view.iter_rows(named=True)}
+    assert view["pen", "d1 · bm25", "markers"]["Δ channel τ-PSI"] == "-0.050†"
+    assert view["oc", "d1 · bm25", "markers"]["Δ channel τ-PSI"] == "–"
+    assert "markers, pen: 2/2; markers, div: 0/2; skeleton, so: 0/2" in result.notes
+    empty = paper.build("channels", stability=table.filter(pl.col("debias") == "none"),
+                        stability_queries=per_query, variants={}, references=["oc"])
+    assert empty.data.is_empty() and "rename@1" in empty.notes
+    assert "none probed" in paper.write(empty, tmp_path / "channels", "c")[0].read_text()
+
+
+def test_the_label_budget_puts_each_student_at_its_labelled_queries_times_teacher_views(tmp_path):
+    """OC-SFT on 100 of 800 labelled queries (one view) costs 100; order-averaged on all 800 over 1 + 10 views
+    costs 8,800; a budget above the labelled queries is capped; the group's variants come in cost order."""
+    study = [{"variant": v, "method": m, "data": "train", "base": "grader", "teacher": "slot", "shuffles": t,
+              "max_queries": q}
+             for v, m, t, q in (("oa", "order_averaged", 10, None), ("oc", "ocsft", 0, None),
+                                ("oc-q100", "ocsft", 0, 100), ("oc-q2k", "ocsft", 0, 2000))]
+    silver = pl.DataFrame({"dataset": "train", "teacher": "slot", "shuffles": [0, 10], "queries": [800, 800],
+                           "label_ndcg10": 0.7, "silver_beta": [float("nan"), 0.4], "label_sd": 0.1})
+    parts = [_stability_rows(m, "toy", 0.1, jac)[0] for m, jac in
+             (("oa-s1", 0.5), ("oa-s2", 0.7), ("oc", 0.95), ("oc-q100", 0.9), ("oc-q2k", 0.96))]
+    table = pl.concat(parts).with_columns(pl.col("k").cast(pl.Int32), debias=pl.lit("none"))
+    variants = {"oa-s1": "oa", "oa-s2": "oa"}
+    result = paper.build("label_budget", stability=table, silver_stats=silver, label_budget=study,
+                         variants=variants, dev=None)
+    rows = result.data
+    assert rows["variant"].to_list() == ["oc-q100", "oc", "oc-q2k", "oa"]
+    assert rows["label_cost"].to_list() == [100, 800, 800, 8800] and rows["views"].to_list() == [1, 1, 1, 11]
+    oa = rows.filter(pl.col("variant") == "oa").row(0, named=True)
+    assert oa["jaccard"] == pytest.approx(0.6) and oa["seeds"] == 2 and oa["label"] == "order-averaged"
+    view = result.view.row(0, named=True)
+    assert view["labelled queries"] == "100" and view["retention Jaccard"] == "0.900"
+    paper.draw("label_budget", tmp_path / "budget.png", stability=table, silver_stats=silver, label_budget=study,
+               variants=variants, dev=None)
+    assert (tmp_path / "budget.png").stat().st_size > 0
+
+
 def test_one_checkpoint_across_widths_reports_latency_saved_against_b1():
     """Entries reading one checkpoint at B = 1, 5 and 20 become its rows, latency saved = 1 − s/s(B = 1);
     a checkpoint served at one width only, K > 1 rows and debiasing methods are left out."""

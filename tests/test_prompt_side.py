@@ -149,6 +149,39 @@ def test_a_language_model_reads_its_markers(tiny):
     # scores near 0.5 everywhere, so the difference is small)
 
 
+def test_the_skeleton_probe_reads_another_skeleton_at_the_same_digits(tiny):
+    """skeleton@relevance: the same documents and markers, the answer lines "[m] relevance: 0" under
+    "relevance grades:", read at the same digit tokens; the scores move, a simulated grader's do not; a probe
+    without a skeleton's name or of an unknown one is refused in one line."""
+    from transformers import AutoTokenizer
+
+    from posbias.debias.wrappers import SkeletonSwapped
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny)
+    encoder = GradesEncoder(tokenizer, 300, 2048)
+    docs = ["alpha beta", "gamma delta", "beta beta"]
+    ids, slots, _ = encoder.encode("query", docs, None, "relevance")
+    for marker, s in zip((1, 2, 3), slots):
+        assert ids[s + 1] == encoder.grades.ids[0]
+        assert tokenizer.decode(ids[:s + 1]).endswith(f"[{marker}] relevance{encoder._tail('relevance')}")
+    assert "relevance grades:" in tokenizer.decode(ids) and "Grades:" not in tokenizer.decode(ids)
+    with pytest.raises(ValueError, match="answer skeleton 'json'"):
+        encoder.encode("query", docs, None, "json")
+    scorer = GradesScorer(LMSpec(str(tiny), batch_size=4), window=6)
+    window = Window("q", "query", docs, docs)
+    plain = scorer.rank([window])[0].scores
+    probed = SkeletonSwapped(scorer, "relevance").rank([window])[0].scores
+    assert max(abs(a - b) for a, b in zip(plain, probed)) > 1e-6
+    grader = SimulatedGrader({"q": {"alpha beta": 1}}, window=3, prior="linear", strength=1.0, noise=0.3, seed=1)
+    assert SkeletonSwapped(grader, "relevance").rank([window])[0].scores == grader.rank([window])[0].scores
+    assert debias.probe_channel("skeleton@relevance") == "skeleton" and debias.probe_channel("rename@1") == "markers"
+    assert debias.probe_channel("rename@4") is None and debias.probe_channel("bsc@1") is None
+    for name, message in (("skeleton", "name the answer skeleton to probe, one of skeleton@relevance"),
+                          ("skeleton@grades", "name the answer skeleton to probe")):
+        with pytest.raises(ValueError, match=message):
+            debias.options(config.defaults("reranking"), name)
+
+
 def _run(scores: dict[str, dict[str, float]]) -> pl.DataFrame:
     return pl.DataFrame([(q, d, s) for q, per in scores.items() for d, s in per.items()],
                         schema=["query_id", "doc_id", "score"], orient="row")

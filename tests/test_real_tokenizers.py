@@ -163,23 +163,27 @@ def test_capcal_presets_fine_tune_runs_a_training_step_on_the_qwen3_stand_in(bui
 
 @pytest.mark.parametrize("name", CAUSAL)
 def test_the_grades_skeleton_is_what_the_tokenizer_produces_and_each_slot_reads_its_digit(tokenizers, dl19, name):
-    """The Grades prompt of 10 real passages with its answer skeleton, canonical and with renamed markers,
-    is the whole text's own tokenisation (tokenised piece by piece, Zephyr's gave "▁Gr" after the
-    prompt's newline and a stray "▁" before every line), and each read position is followed by the
-    placeholder digit token."""
+    """The Grades prompt of 10 real passages with its answer skeleton (the paper's and the second one),
+    canonical and with renamed markers, is the whole text's own tokenisation (tokenised piece by piece,
+    Zephyr's gave "▁Gr" after the prompt's newline and a stray "▁" before every line), and each read
+    position is followed by the placeholder digit token, the same token under both skeletons."""
+    from posbias.prompts import SKELETONS
     from posbias.scoring import GradesEncoder
 
     tok = tokenizers[name]
     encoder = GradesEncoder(tok, 40, 8192)
     digit = tok.decode([encoder.grades.ids[0]])
-    for markers in (None, (4, 1, 10, 2, 9, 3, 8, 5, 7, 6)):
-        ids, reads, _ = encoder.encode(dl19.query, dl19.texts[:10], markers)
-        assert encoder.skeleton(markers or tuple(range(1, 11)))[2] == 0  # the prompt's own tokens stay
-        text = prompts.render(tok, dl19.query, dl19.texts[:10], 40, None, message=prompts.grades_message,
-                              markers=markers).text
-        text += "Grades:" + "".join(f"\n[{m}] Grade{encoder.grades.tail}{digit}" for m in markers or range(1, 11))
-        assert tok(text)["input_ids"] == ids
-        assert len(reads) == 10 and all(ids[r + 1] == encoder.grades.ids[0] for r in reads)
+    for skeleton in SKELETONS:
+        header, label = SKELETONS[skeleton].header, SKELETONS[skeleton].label
+        for markers in (None, (4, 1, 10, 2, 9, 3, 8, 5, 7, 6)):
+            ids, reads, _ = encoder.encode(dl19.query, dl19.texts[:10], markers, skeleton)
+            assert encoder.skeleton(markers or tuple(range(1, 11)), skeleton)[2] == 0  # the prompt's tokens stay
+            text = prompts.render(tok, dl19.query, dl19.texts[:10], 40, None, message=prompts.grades_message,
+                                  markers=markers).text
+            tail = encoder._tail(skeleton)
+            text += header + "".join(f"\n[{m}] {label}{tail}{digit}" for m in markers or range(1, 11))
+            assert tok(text)["input_ids"] == ids, (skeleton, markers)
+            assert len(reads) == 10 and all(ids[r + 1] == encoder.grades.ids[0] for r in reads)
 
 
 def test_generated_tokens_count_the_eos_where_it_is_the_pad_token(built, dl19):

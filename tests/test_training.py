@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import polars as pl
 import pytest
 import torch
 
@@ -290,6 +291,55 @@ def test_ocsft_with_lambda_zero_is_single_order(setup, pointwise, tmp_path):
         torch.testing.assert_close(a[k], b[k], atol=1e-5, rtol=1e-4)
 
 
+def test_the_ema_teacher_at_decay_zero_trains_exactly_as_ocsft(setup, pointwise, tmp_path):
+    """At α = 0 the EMA teacher is the student of the step, and the variance penalty's gradient through its own
+    mean is zero (Σ_i (s_i − s̄) = 0), so ocsft_ema's weights equal OC-SFT's; at α = 0.9 they differ, and every
+    checkpoint carries the teacher (ema.pt)."""
+    root, _ = setup
+    common = {"learning_rate": 3e-3, "max_steps": 3, "batch_size": 4, "grad_accum": 1, "save_steps": 100,
+              "logging_steps": 1, "views": 2, "consistency": 5.0}
+    train(str(root / "base"), pointwise, TrainSpec.create(method="ocsft", **common), tmp_path / "w1", tmp_path / "oc")
+    train(str(root / "base"), pointwise, TrainSpec.create(method="ocsft_ema", ema_decay=0.0, **common), tmp_path / "w2",
+          tmp_path / "ema0")
+    curve = train(str(root / "base"), pointwise,
+                  TrainSpec.create(method="ocsft_ema", ema_decay=0.9, **{**common, "save_steps": 2}),
+                  tmp_path / "w3", tmp_path / "ema9")
+    oc, ema0, ema9 = _weights(tmp_path / "oc"), _weights(tmp_path / "ema0"), _weights(tmp_path / "ema9")
+    for k in oc:
+        torch.testing.assert_close(oc[k], ema0[k], atol=1e-5, rtol=1e-4)
+    assert any(not torch.allclose(oc[k], ema9[k], atol=1e-5) for k in oc)
+    assert (tmp_path / "w3" / "checkpoint-2" / "ema.pt").is_file() and (curve["consistency_loss"] > 0).all()
+
+
+def test_the_ema_teacher_averages_swaps_and_resumes_its_weights(tmp_path):
+    """θ' ← α θ' + (1 − α) θ after each step; the teacher's forward sees θ' and leaves θ in place; a run
+    resumed at step k starts from the teacher saved with checkpoint k."""
+    from types import SimpleNamespace
+
+    from posbias.training.ema import EmaTeacher
+
+    model = torch.nn.Linear(2, 1, bias=False)
+    with torch.no_grad():
+        model.weight.copy_(torch.tensor([[1.0, 2.0]]))
+    args, state = SimpleNamespace(output_dir=str(tmp_path)), SimpleNamespace(global_step=0, is_world_process_zero=True)
+    teacher = EmaTeacher(0.5)
+    teacher.on_train_begin(args, state, None, model=model)
+    with torch.no_grad():
+        model.weight.copy_(torch.tensor([[3.0, 4.0]]))
+    teacher.on_step_end(args, state, None, model=model)
+    assert teacher.shadow["weight"].tolist() == [[2.0, 3.0]]
+    assert teacher.scores(model, lambda m: m(torch.tensor([[1.0, 1.0]]))).item() == 5.0
+    assert model.weight.tolist() == [[3.0, 4.0]] and model.weight.requires_grad
+    state.global_step = 1
+    (tmp_path / "checkpoint-1").mkdir()
+    teacher.on_save(args, state, None)
+    resumed = EmaTeacher(0.5)
+    resumed.on_train_begin(args, state, None, model=model)
+    assert resumed.shadow["weight"].tolist() == [[2.0, 3.0]]
+    with pytest.raises(ValueError, match="ema_decay"):
+        EmaTeacher(1.0)
+
+
 def test_view_orders_per_method():
     """OC-SFT's views: the stored anchor window first (identity), then seeded permutations (query,
     window) of it, the same in every epoch unless resampled; single order trains on the anchor alone;
@@ -311,6 +361,35 @@ def test_view_orders_per_method():
     assert view_orders(METHODS["debiasfirst_pointwise"], 20, 3, 0, "q", 0, 0) == views[:1]
     perm = view_orders(METHODS["perm_aug"], 20, 2, 0, "q", 0, 0)
     assert len(perm) == 1 and perm[0] != identity and perm != view_orders(METHODS["perm_aug"], 20, 2, 0, "q", 0, 1)
+
+
+def test_view_markers_per_method():
+    """The marker channel: fixed methods label every view [1] … [B]; marker-diverse SFT relabels each view by a
+    seeded permutation drawn anew every epoch; the marker penalty keeps the anchor as the teacher saw it and
+    relabels every further view, the same in every epoch, apart from the view's order."""
+    from posbias.methods import METHODS
+    from posbias.training.pointwise import view_markers, view_orders
+
+    assert view_markers(METHODS["ocsft"], 20, 2, 0, "q", 0, 0) == [None, None]
+    drawn = view_markers(METHODS["marker_sft"], 20, 1, 0, "q", 0, 0)
+    assert len(drawn) == 1 and sorted(drawn[0]) == list(range(1, 21)) and drawn[0] != tuple(range(1, 21))
+    assert drawn != view_markers(METHODS["marker_sft"], 20, 1, 0, "q", 0, 1)  # anew each epoch
+    assert drawn == view_markers(METHODS["marker_sft"], 20, 1, 0, "q", 0, 0)  # seeded
+    penalised = view_markers(METHODS["ocsft_markers"], 20, 3, 0, "q", 0, 0)
+    assert penalised[0] is None and all(sorted(m) == list(range(1, 21)) for m in penalised[1:])
+    assert penalised[1] != penalised[2] and penalised == view_markers(METHODS["ocsft_markers"], 20, 3, 0, "q", 0, 5)
+    orders = view_orders(METHODS["ocsft_markers"], 20, 3, 0, "q", 0, 0)
+    assert [list(m) for m in penalised[1:]] != [[i + 1 for i in o] for o in orders[1:]]  # drawn apart from the order
+
+
+def test_a_label_budget_keeps_the_first_queries_by_id_and_nests():
+    """training.<name>.max_queries: every window of the first N query ids, so a smaller budget is a subset."""
+    from posbias.training import first_queries
+
+    instances = pl.DataFrame({"query_id": ["q3", "q1", "q2", "q1", "q10"], "window": [0, 0, 0, 1, 0]})
+    assert first_queries(instances, 2)["query_id"].to_list() == ["q1", "q1", "q10"]
+    assert set(first_queries(instances, 1)["query_id"]) < set(first_queries(instances, 3)["query_id"])
+    assert first_queries(instances, 99).height == 5
 
 
 def test_the_anchor_view_is_a_seeded_permutation_of_each_window():

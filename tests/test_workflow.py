@@ -227,26 +227,32 @@ def test_ocsft_paper_preset_plans_the_whole_dag(workdir, preset_plans):
     counts = _planned(workdir, "ocsft")
     assert _plan_jobs(preset_plans, "ocsft") == {k: counts[k] for k in ("rerank", "silver_labels", "pool_design", "train")}
     # passage reranking: ocsft and its four baselines, three seeds each; QA and response ranking: one seed;
-    # single order on each of the two open teachers' labels (the teachers compared)
-    assert counts["train"] == 5 * 3 + 2 * 5 + 2
+    # single order on each of the two open teachers' labels (the teachers compared); OC-SFT on 1K queries'
+    # labels (the label budget), the EMA mean teacher, marker-diverse SFT and OC-SFT with the marker penalty
+    assert counts["train"] == 5 * 3 + 2 * 5 + 2 + 4
     # self-distilled on MS MARCO, NQ and UltraFeedback: first-stage order, and 10 shuffles for two baselines;
     # the two open teachers on MS MARCO: first-stage order (the student's targets) and 10 shuffles (silver-β)
     assert counts["silver_labels"] == 3 * 2 + 2 * 2
     # experiments: 16 scorers (the base model, 5 variants x 3 seeds) on DL19, DL20 and the 14 further
     # collections; the two teachers' students on DL19, DL20; 6 on QA and on response ranking; and the base
-    # model's five prompt-side alternatives (CapCal on its Grades readout among them) on DL19, DL20
-    assert counts["stability"] == 16 * 16 + 2 * 2 + 2 * 6 + 2 * 5 and counts["stability_table"] == 1
+    # model's five prompt-side alternatives (CapCal on its Grades readout among them) on DL19, DL20; on DL19
+    # and DL20 the marker probe of OC-SFT's 3 seeds, the 1K-label and EMA OC-SFT, both marker variants (plain, probed)
+    assert counts["stability"] == 16 * 16 + 2 * 2 + 2 * 6 + 2 * 5 + 2 * (3 + 2 + 2 * 2) and counts["stability_table"] == 1
     # DL19 and DL20: 100 shuffles and 20 positions; the 14 further collections: M = 10 shuffles; QA and
     # response ranking over 100 shuffles; the prompt-side alternatives over the original and shuffled orders;
-    # the teachers' students over M = 10 shuffles
+    # the teachers' students, the 1K-label and EMA OC-SFT and the marker variants over M = 10 shuffles; OC-SFT's marker
+    # probe over the original and shuffled orders
     assert counts["rerank_order"] == (2 * 16 * (1 + 100 + 20) + 14 * 16 * (1 + 10) + 2 * 6 * (1 + 100) + 2 * 5 * 101
-                                      + 2 * 2 * 11)
+                                      + 2 * 2 * 11 + 2 * (2 + 2 * 2) * 11 + 2 * 3 * 101)
     # per experiment, one model load per 25 orders: 101 original and shuffled orders in 5, 20 positions in 1
-    assert counts["rerank"] == 2 * 16 * (5 + 1) + 14 * 16 + 2 * 6 * 5 + 2 * 5 * 5 + 2 * 2
+    assert counts["rerank"] == 2 * 16 * (5 + 1) + 14 * 16 + 2 * 6 * 5 + 2 * 5 * 5 + 2 * 2 + 2 * (2 + 2 * 2) + 2 * 3 * 5
     assert counts["decisions"] == 12 and counts["decisions_table"] == 1 and counts["answers"] == 1
     # prebuilt BM25 on NQ and on the 14 further collections, UltraFeedback's lists
     assert counts["retrieve"] == 2 + 14 + 2
-    assert counts["pool_design"] == 2 * 18 and counts["pool_figures"] == 1  # every pointwise scorer on DL19 and DL20
+    trained = {m: calls for f, m, calls in preset_plans["ocsft"][0].select("family", "model", "calls").iter_rows()
+               if f == "train"}
+    assert trained["ocsft_1k-s1"] == pytest.approx(trained["ocsft-s1"] / 30, rel=0.02)  # 1K of 30K queries' windows
+    assert counts["pool_design"] == 2 * 22 and counts["pool_figures"] == 1  # every pointwise scorer on DL19 and DL20
     assert counts["paper_table"] == 6 and counts["paper_figure"] == 3
 
 

@@ -5,4 +5,4 @@ One module per idea: ``schemas`` (Parquet contracts), ``data`` (collections), ``
 (first-stage runs), ``metrics`` (ir_measures evaluation), ``config`` (validation).
 """
 
-__version__ = "0.16.0"  # CHANGELOG.md; a release is tagged v<version>
+__version__ = "0.17.0"  # CHANGELOG.md; a release is tagged v<version>

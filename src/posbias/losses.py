@@ -131,10 +131,12 @@ CONSISTENCY_FORMS = ("variance", "pairwise")
 
 
 def ocsft_terms(view_scores: torch.Tensor, target: torch.Tensor, weight: torch.Tensor | None = None,
-                form: str = "variance", anchor: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+                form: str = "variance", anchor: bool = True, centre: torch.Tensor | None = None,
+                ) -> tuple[torch.Tensor, torch.Tensor]:
     """The two terms of :func:`ocsft_loss`: the supervised error of view 0 (``anchor=False``: the mean
     error over all views, the no-anchor ablation) and the spread over views, ``variance``
-    (Σ_i mean_d (s_i − s̄)²) or ``pairwise`` (mean over view pairs i < j of mean_d (s_i − s_j)²)."""
+    (Σ_i mean_d (s_i − s̄)²) or ``pairwise`` (mean over view pairs i < j of mean_d (s_i − s_j)²).
+    ``centre`` (B, no gradient; variance form only) replaces s̄: the EMA mean teacher's ablation."""
     if view_scores.dim() != 2 or view_scores.shape[1] != target.shape[-1]:
         raise ValueError(f"view_scores must be N x B with B = {target.shape[-1]}, got {tuple(view_scores.shape)}")
     if form not in CONSISTENCY_FORMS:
@@ -143,6 +145,11 @@ def ocsft_terms(view_scores: torch.Tensor, target: torch.Tensor, weight: torch.T
     error = ((supervised_views - target.to(view_scores.dtype)) ** 2).mean(0)
     supervised = (error * weight.to(error.dtype)).mean() if weight is not None else error.mean()
     n = view_scores.shape[0]
+    if centre is not None:
+        if form != "variance":
+            raise ValueError("an EMA teacher's centre replaces the views' mean of the variance penalty; "
+                             "set consistency_form: variance")
+        return supervised, ((view_scores - centre.to(view_scores.dtype)) ** 2).mean(1).sum()
     if form == "pairwise" and n > 1:
         i, j = torch.triu_indices(n, n, offset=1)
         spread = ((view_scores[i] - view_scores[j]) ** 2).mean()

@@ -17,8 +17,11 @@ Two families share the trainer:
   term for ``ips``, ``views`` says how the collator presents a window (``anchor``: the anchor
   view the teacher labelled, a seeded permutation fixed for the run; ``anchor+permutations``: it,
   supervised, plus N − 1 more;
-  ``one_permutation``: a fresh seeded permutation every epoch), ``shuffled_silver`` asks for teacher
-  labels over T shuffles.
+  ``one_permutation``: a fresh seeded permutation every epoch), ``markers`` how each view labels its
+  slots (``fixed``: ``[1] … [B]`` in slot order; ``drawn``: every view a seeded relabelling drawn anew each
+  epoch, marker-diverse SFT; ``views``: the anchor view ``[1] … [B]`` and every further view also
+  relabelled, so the penalty ties marker renamings as well as orders), ``shuffled_silver`` asks for teacher
+  labels over T shuffles, ``ema_teacher`` centres the penalty on an EMA mean teacher's scores.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from dataclasses import dataclass
 
 FAMILIES = ("listwise", "pointwise")
 VIEWS = ("anchor", "anchor+permutations", "one_permutation")
+MARKERS = ("fixed", "drawn", "views")
 
 
 @dataclass(frozen=True)
@@ -44,19 +48,25 @@ class TrainingMethod:
     shuffled_silver: bool = False  # pointwise: silver labels over T teacher shuffles
     averaged_targets: bool = False  # pointwise: targets averaged over the teacher's shuffles
     anchor: bool = True  # pointwise: only view 0 is supervised (False: every view, the no-anchor ablation)
+    markers: str = "fixed"  # pointwise: how the views label their slots (MARKERS)
+    ema_teacher: bool = False  # pointwise: the penalty's centre is an EMA mean teacher's (posbias.training.ema)
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
             raise ValueError(f"training method {self.name}: family {self.family!r} is not one of {FAMILIES}")
         if self.views not in VIEWS:
             raise ValueError(f"training method {self.name}: views {self.views!r} is not one of {VIEWS}")
+        if self.markers not in MARKERS:
+            raise ValueError(f"training method {self.name}: markers {self.markers!r} is not one of {MARKERS}")
 
     @property
     def on_lambda_grid(self) -> bool:
         """Whether the method is OC-SFT's objective at some λ (the anchor alone supervised, plain
-        targets, no weights, no listwise objective terms): OC-SFT itself, and single order as λ = 0."""
+        targets, no weights, fixed markers, its own views' mean as the penalty's centre, no listwise objective
+        terms): OC-SFT itself, and single order as
+        λ = 0."""
         return (not self.terms and self.anchor and self.views != "one_permutation" and not self.ips
-                and not self.averaged_targets)
+                and not self.averaged_targets and self.markers == "fixed" and not self.ema_teacher)
 
     @property
     def needs_omega(self) -> bool:
@@ -89,7 +99,29 @@ METHODS: dict[str, TrainingMethod] = {m.name: m for m in (
                    "supervised term weighted by the teacher's inverse slot propensity, clipped and normalised to "
                    "mean 1; no Pos-Aug, no rank loss",
                    ips=True, shuffled_silver=True),
+    TrainingMethod("ocsft_ema", "pointwise", "OC-SFT, EMA mean teacher",
+                   "ablation: OC-SFT whose penalty ties every view to an EMA mean teacher's mean score over the "
+                   "views instead of the student's own", consistency=True, views="anchor+permutations",
+                   ema_teacher=True),
+    TrainingMethod("marker_sft", "pointwise", "marker-diverse SFT",
+                   "ablation (marker channel): the anchor view alone, its slots relabelled by a seeded permutation "
+                   "of the markers drawn anew every epoch", markers="drawn"),
+    TrainingMethod("ocsft_markers", "pointwise", "OC-SFT + marker penalty",
+                   "ablation (marker channel): OC-SFT whose further views are relabelled as well as permuted, so "
+                   "the penalty ties marker renamings too", consistency=True, views="anchor+permutations",
+                   markers="views"),
 )}
+
+
+# Hyper-parameters that only some methods read, by the trait that reads them: a train job of another method
+# leaves them out of its params, so adding one (ema_decay, 0.17.0) retrains nothing that does not read it.
+TRAIT_HYPER = {"ema_decay": "ema_teacher"}
+
+
+def reads_hyper(method: str, key: str) -> bool:
+    """Whether training method ``method`` reads ``training.<name>.hyper.<key>``."""
+    trait = TRAIT_HYPER.get(key)
+    return trait is None or bool(getattr(get(method), trait))
 
 
 def get(name: str) -> TrainingMethod:

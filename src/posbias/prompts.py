@@ -25,6 +25,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 SYSTEM = "You are RankLLM, an intelligent assistant that can rank passages based on their relevancy to the query."
+
+
+@dataclass(frozen=True)
+class Skeleton:
+    """An answer skeleton: its first line (``header``) and the word before each slot's grade (``label``):
+    ``header``, then ``[m] label: 0`` per slot."""
+
+    header: str
+    label: str
+
+
+# The Grades scorer's answer skeletons by name (read by posbias.scoring): the paper's, its only one ("答案骨架固定为
+# Grade: 0 一种"), and a second, ours, for the skeleton channel's probe (skeleton@NAME, posbias.debias.wrappers).
+# The second's words are in the Grades prompt ("relevance", "grades"), so the toy's word vocabulary holds them.
+SKELETONS = {"grades": Skeleton("Grades:", "Grade"), "relevance": Skeleton("relevance grades:", "relevance")}
+DEFAULT_SKELETON = "grades"
 # The Grades scorer's own system turn (OC-SFT): a 4-level grading task, not the listwise ranking one.
 GRADES_SYSTEM = ("You are an intelligent assistant that grades documents by their relevance to a search query "
                  "on a 4-level scale: 0 (irrelevant), 1 (related), 2 (relevant), 3 (perfectly relevant).")

@@ -18,7 +18,8 @@ same checkpoint; long lists are cut into contiguous windows of B in the given or
 The skeleton is tokenised after a real grades prompt, as the tokenizer splits the whole prompt, and
 each slot's read position is where the text up to its ``Grade:`` ends; whether the digit token
 carries the space (``" 0"``) or the segment does (``": "`` + ``"0"``) is decided once per tokenizer
-by :func:`grade_tokens`.
+by :func:`grade_tokens`. :data:`SKELETONS` holds the paper's skeleton and a second one (ours), for the
+skeleton channel's probe; both are read at the same digit tokens.
 
 This module is the one home of the Grades format: the readout (prompt skeleton, slot positions, E[g])
 that training (:mod:`posbias.training.pointwise`) and inference share, and the reranker that reads a
@@ -34,11 +35,12 @@ import torch
 
 from posbias.engines.hf import batches_by_length, pad_left
 from posbias.errors import PosbiasError
-from posbias.prompts import grades_message, render
+from posbias.prompts import DEFAULT_SKELETON, SKELETONS, grades_message, render
 from posbias.rerankers.base import BuildContext, Reranker, Window, WindowResult, by_score
 from posbias.rerankers.lm import LMSpec, lm_spec, load
 
 GRADES = (0, 1, 2, 3)
+
 
 
 def grade_scores(grade_logits: torch.Tensor) -> torch.Tensor:
@@ -63,19 +65,19 @@ class GradeTokens:
     ids: tuple[int, int, int, int]
 
 
-def grade_tokens(tokenizer) -> GradeTokens:
-    """The digit tokens as they follow ``Grade:``, each exactly one token in context."""
+def grade_tokens(tokenizer, label: str = SKELETONS[DEFAULT_SKELETON].label) -> GradeTokens:
+    """The digit tokens as they follow ``label:`` (``Grade:``), each exactly one token in context."""
     for tail, lead in ((":", " "), (": ", "")):
-        base = tokenizer(f"Grade{tail}", add_special_tokens=False)["input_ids"]
+        base = tokenizer(f"{label}{tail}", add_special_tokens=False)["input_ids"]
         ids = []
         for g in GRADES:
-            full = tokenizer(f"Grade{tail}{lead}{g}", add_special_tokens=False)["input_ids"]
+            full = tokenizer(f"{label}{tail}{lead}{g}", add_special_tokens=False)["input_ids"]
             if full[: len(base)] != base or len(full) != len(base) + 1:
                 break
             ids.append(full[-1])
         if len(ids) == len(GRADES) and len(set(ids)) == len(GRADES):
             return GradeTokens(tail, tuple(ids))
-    raise PosbiasError("tokenizer: the grades 0 1 2 3 after 'Grade:' are not single distinct tokens; "
+    raise PosbiasError(f"tokenizer: the grades 0 1 2 3 after '{label}:' are not single distinct tokens; "
                        "the Grades scorer reads one logit per grade")
 
 
@@ -88,10 +90,25 @@ class GradesEncoder:
         # a real grades prompt's text up to the answer: the skeleton is tokenised after it, as in the prompt
         self._context = render(tokenizer, "query", ["passage"], 8, message=grades_message).text
         self._context_ids = tokenizer(self._context, add_special_tokens=True)["input_ids"]
-        self._skeletons: dict[tuple[int, ...], tuple[list[int], list[int], int]] = {}
+        self._skeletons: dict[tuple, tuple[list[int], list[int], int]] = {}
+        self._tails = {DEFAULT_SKELETON: self.grades.tail}
 
-    def skeleton(self, markers: tuple[int, ...]) -> tuple[list[int], list[int], int]:
-        """(ids, read offsets, prompt tokens replaced) of ``Grades:`` and one line ``[m] Grade: 0`` per slot.
+    def _tail(self, name: str) -> str:
+        """How skeleton ``name``'s label meets its digit; its digits must be the default skeleton's tokens (one
+        read for every skeleton), or it is an error."""
+        if name not in self._tails:
+            if name not in SKELETONS:
+                raise ValueError(f"answer skeleton {name!r}: use one of {', '.join(SKELETONS)}")
+            own = grade_tokens(self.tokenizer, SKELETONS[name].label)
+            if own.ids != self.grades.ids:
+                raise PosbiasError(f"tokenizer: the grades after '{SKELETONS[name].label}:' are other tokens than after "
+                                   f"'{SKELETONS[DEFAULT_SKELETON].label}:'; skeleton {name!r} cannot be read")
+            self._tails[name] = own.tail
+        return self._tails[name]
+
+    def skeleton(self, markers: tuple[int, ...], name: str = DEFAULT_SKELETON) -> tuple[list[int], list[int], int]:
+        """(ids, read offsets, prompt tokens replaced) of the skeleton ``name``: ``Grades:`` and one line
+        ``[m] Grade: 0`` per slot (:data:`SKELETONS`).
 
         Tokenised in context, after a real grades prompt, as the tokenizer splits the whole text: a
         SentencePiece tokenizer (Zephyr's) gives ``Gr`` after the prompt's newline but ``▁Gr`` alone. Where
@@ -101,13 +118,13 @@ class GradesEncoder:
         the text up to a slot's ``Grade:`` ends; the whole skeleton must start with that text's tokens and
         follow them with the placeholder digit, or it is an error. The canonical skeletons (markers
         ``1 … n``) are cached; renamed ones are built each time."""
-        if markers in self._skeletons:
-            return self._skeletons[markers]
-        tok, context = self.tokenizer, self._context_ids
-        digit = ("" if self.grades.tail.endswith(" ") else " ") + "0"
-        text, partial = "Grades:", []
+        if (name, markers) in self._skeletons:
+            return self._skeletons[name, markers]
+        tok, context, tail = self.tokenizer, self._context_ids, self._tail(name)
+        digit = ("" if tail.endswith(" ") else " ") + "0"
+        text, partial = SKELETONS[name].header, []
         for m in markers:
-            text += f"\n[{m}] Grade{self.grades.tail}"
+            text += f"\n[{m}] {SKELETONS[name].label}{tail}"
             partial.append(tok(self._context + text, add_special_tokens=True)["input_ids"])
             text += digit
         whole = tok(self._context + text, add_special_tokens=True)["input_ids"]
@@ -119,17 +136,18 @@ class GradesEncoder:
                                    "the Grades scorer cannot read it")
         out = (whole[start:], [len(ids) - 1 - start for ids in partial], len(context) - start)
         if markers == tuple(range(1, len(markers) + 1)):
-            self._skeletons[markers] = out
+            self._skeletons[name, markers] = out
         return out
 
     def encode(self, query: str, passages: list[str], markers: tuple[int, ...] | None = None,
-               ) -> tuple[list[int], list[int], int]:
+               skeleton: str | None = None) -> tuple[list[int], list[int], int]:
         """(input ids, slot read positions, passages cut to the word budget); ``markers`` label the slots
-        in the documents and the answer skeleton alike (default ``1 … n``)."""
+        in the documents and the answer skeleton alike (default ``1 … n``); ``skeleton`` names the answer
+        skeleton (default ``grades``, the paper's)."""
         markers = markers or tuple(range(1, len(passages) + 1))
         if sorted(markers) != list(range(1, len(passages) + 1)):
             raise ValueError(f"markers {markers} are not a permutation of 1 … {len(passages)}")
-        skeleton, reads, replaced = self.skeleton(markers)
+        skeleton, reads, replaced = self.skeleton(markers, skeleton or DEFAULT_SKELETON)
         budget = self.max_context - len(skeleton) + replaced if self.max_context else None
         prompt = render(self.tokenizer, query, passages, self.word_budget, budget, message=grades_message,
                         markers=markers)
@@ -182,7 +200,7 @@ class GradesScorer(Reranker):
 
     def scores(self, windows: list[Window]) -> list[tuple[list[float], int]]:
         """(score per document in input order, prompt tokens) for each window."""
-        encoded = [self.encoder.encode(w.query, w.texts, w.markers) for w in windows]
+        encoded = [self.encoder.encode(w.query, w.texts, w.markers, w.skeleton) for w in windows]
         self.stats["truncated_passages"] += sum(e[2] for e in encoded)
         if self.model is None:  # counting only (the compute plan)
             self.stats["forward_passes"] += len(batches_by_length([e[0] for e in encoded], self.spec.batch_size))
@@ -217,11 +235,12 @@ class GradesScorer(Reranker):
         The content-free scores depend only on (query, window size, markers): computed once per key and cached,
         their cost charged to the first window that needed them."""
         def key(w: Window) -> tuple:
-            return w.query, len(w.doc_ids), w.markers, placeholder
+            return w.query, len(w.doc_ids), w.markers, w.skeleton, placeholder
 
         missing = list(dict.fromkeys(key(w) for w in windows if key(w) not in self._prior_cache))
         prior_cost: dict[tuple, tuple[int, int]] = {}
-        empty = self.scores([Window("", q, [""] * n, [text] * n, markers) for q, n, markers, text in missing])
+        empty = self.scores([Window("", q, [""] * n, [text] * n, markers, skeleton)
+                             for q, n, markers, skeleton, text in missing])
         for k, (scores, tokens) in zip(missing, empty):
             self._prior_cache[k], prior_cost[k] = scores, (1, tokens)
         out = []

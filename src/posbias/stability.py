@@ -15,7 +15,8 @@ K × M shuffled runs give every K its full M presentations. For each K:
 - ``jaccard_matched`` at ``matched_rate`` (OC-SFT's matched-retention-rate control): the retention Jaccard
   with the threshold that keeps the same share of every scorer's canonical scores, the share of the
   candidates that are relevant (the same for every scorer of a dataset's pools), so that a gain cannot
-  come from where one scorer's F1 threshold happens to sit;
+  come from where one scorer's F1 threshold happens to sit (K = 1 rows of a fixed budget: the control
+  reads the plain scorers; NaN on the others);
 - ``budget``: ``fixed`` (K draws per presentation) or ``adaptive`` (draws until the aggregate settles, at
   most K: :mod:`posbias.debias.adaptive`, on the same presentations as the fixed K); ``draws``: the mean
   draws per presentation and query (K for a fixed budget);
@@ -232,7 +233,7 @@ class _Measure:
             for q, value in result["per_query"].items():
                 per_query[q]["jaccard"] = value
             matched = relevant_share(scored, self.relevant)
-            if matched > 0:
+            if matched > 0 and k == 1 and budget == FIXED:  # the control reads the plain scorers only
                 result = metrics.retention_jaccard(scored, self.relevant, over, rate=matched)
                 jac_matched = result["jaccard"]
                 for q, value in result["per_query"].items():

@@ -9,19 +9,22 @@ torchrun over the GPUs of this allocation, one process per GPU.
 from pathlib import Path
 
 from posbias import hub, registry, schemas
-from posbias.config import TRAIN_OPERATIONAL
+from posbias.config import TRAIN_OPERATIONAL, fill_defaults, schema_node
 from posbias.jobs import logged
 from posbias.paper.training_curves import loss_figure
-from posbias.training import TrainSpec, launch_distributed, train
+from posbias.training import TrainSpec, first_queries, launch_distributed, train
 
 sm = snakemake  # noqa: F821
 run = sm.params.run
 with logged(sm, "train") as log:
     operational = {k: v for k, v in sm.config["training"][sm.wildcards.model]["hyper"].items()
                    if k in TRAIN_OPERATIONAL}  # logging and checkpointing: read here, not params (no retraining)
+    hyper = fill_defaults(schema_node("training", "hyper"), dict(run["hyper"]))  # those its method does not read
     spec = TrainSpec(method=run["method"], seed=run.get("seed", sm.params.seed), word_budget=sm.params.word_budget,
-                     prompt=sm.params.prompt, **run["hyper"], **operational)
+                     prompt=sm.params.prompt, **(hyper | operational))
     instances, prop = registry.load(spec.family.read)(sm.input, spec, log)
+    if run.get("max_queries"):
+        instances = first_queries(instances, run["max_queries"])
     if run.get("max_instances"):
         instances = instances.head(run["max_instances"])
     work, out = Path(sm.params.checkpoints), Path(sm.output.model)

@@ -73,6 +73,7 @@ from posbias.config.files import (
 from posbias.config.messages import check_duplicate_keys, explain, explain_config, exponent_hint, yaml_syntax
 from posbias.config.params import (
     TRAIN_OPERATIONAL,
+    label_budget,
     model_settings,
     pointwise_settings,
     position_settings,
@@ -99,7 +100,7 @@ __all__ = [
     "check_settings", "consumer_of", "consumer_window", "data_settings", "dataset_files", "dataset_retrievers",
     "decision_targets", "defaults", "drop_unavailable", "entry_defaults", "expand_bases", "expand_seeds",
     "experiment_key", "explain", "explain_config", "exponent_hint", "fill_defaults", "find_experiment", "grid",
-    "is_pointwise", "listwise_datasets", "load", "main", "model_defaults", "model_settings", "named_files",
+    "is_pointwise", "label_budget", "listwise_datasets", "load", "main", "model_defaults", "model_settings", "named_files",
     "needs_reader", "ocsft_reference", "ocsft_variants", "orders_for", "orders_of", "pointwise_settings",
     "pool_targets", "position_settings", "prebuilt_index", "prepare", "qrels_file", "register_trained_models",
     "rerank_batches", "rerank_grid", "rerank_settings", "retriever_kind", "schema", "schema_node", "silver_path",

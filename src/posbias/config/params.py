@@ -74,11 +74,13 @@ def model_settings(config: dict, model: str) -> dict:
 
 def train_settings(config: dict, name: str) -> dict:
     """What a ``train`` job's result depends on: its training entry without the operational trainer
-    settings and without the list of sibling seeds (adding a seed trains only the new one), and its
+    settings, the hyper-parameters its method does not read (:func:`posbias.methods.reads_hyper`) and the
+    list of sibling seeds (adding a seed trains only the new one), and its
     GPUs as the processes it trains in: 0 (a CPU job) and 1 train in one process alike, so moving a
     job onto one GPU does not retrain it."""
     run = config["training"][name]
-    hyper = {k: v for k, v in run["hyper"].items() if k not in TRAIN_OPERATIONAL}
+    hyper = {k: v for k, v in run["hyper"].items()
+             if k not in TRAIN_OPERATIONAL and methods.reads_hyper(run["method"], k)}
     settings = {k: v for k, v in run.items() if k not in ("seeds", "hyper")} | {"hyper": hyper}
     return sorted_keys(settings | {"gpus": max(1, run["gpus"])})
 
@@ -122,6 +124,26 @@ def teacher_study(config: dict) -> list[dict]:
     for student in students.values():
         groups.setdefault((student["data"], student["method"], student["base"]), []).append(student)
     return [s for group in groups.values() if len({s["teacher"] for s in group}) >= 2 for s in group]
+
+
+def label_budget(config: dict) -> list[dict]:
+    """OC-SFT's label-budget curve (its Figure 7): the pointwise variants trained from one base on one training
+    set's labels by one teacher, grouped, where some variant of the group trains on the labels of only its
+    first ``max_queries`` queries. One ``{"variant", "method", "data", "base", "teacher", "shuffles",
+    "max_queries"}`` per variant of such a group (seeds once; ``max_queries`` None: every labelled query;
+    ``shuffles``: the T teacher shuffles its labels took, 0 for one pass)."""
+    training = config.get("training", {})
+    students: dict[str, dict] = {}
+    for name, run in training.items():
+        if families.of(run["method"]).silver:
+            variant = variant_of(training, name)
+            students[variant] = {"variant": variant, "method": run["method"], "data": run["data"],
+                                 "base": variant_of(training, run["base_model"]), "teacher": silver_teacher(config, run),
+                                 "shuffles": silver_shuffles(config, run), "max_queries": run.get("max_queries")}
+    groups: dict[tuple, list[dict]] = {}
+    for student in students.values():
+        groups.setdefault((student["data"], student["base"], student["teacher"]), []).append(student)
+    return [s for group in groups.values() if any(s["max_queries"] for s in group) for s in group]
 
 
 def silver_jobs(config: dict) -> list[tuple[str, str, int]]:

@@ -30,6 +30,7 @@ from posbias.debias.catalog import (
     parse,
     pattern,
     placeholder,
+    probe_channel,
     shuffle_combine,
     wrap,
 )
@@ -52,4 +53,4 @@ from posbias.debias.maths import (
 __all__ = ["AGGREGATE_LISTS", "AVERAGE_SCORES", "CAPCAL_COUNTERS", "EXACT_KEMENY_MAX", "GRAMMAR", "METHODS",
            "PATTERN", "VARIANT", "DebiasMethod", "DebiasSpec", "aggregate", "borda", "bsc", "capcal_alpha",
            "capcal_scores", "capcal_slot_scores", "combine", "kemeny", "kendall_distance_total", "lists", "local_search", "options",
-           "pairwise_counts", "parse", "pattern", "placeholder", "rrf_consensus", "shuffle_combine", "wrap"]
+           "pairwise_counts", "parse", "pattern", "placeholder", "probe_channel", "rrf_consensus", "shuffle_combine", "wrap"]

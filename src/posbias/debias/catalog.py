@@ -4,7 +4,8 @@ A ``debias`` value is a method name, with ``@K`` for the methods that take a num
 (``none``, ``capcal``, ``permsc@K``, ``permsc-window@K``, ``bsc@K``, and the prompt-side alternatives
 ``roundrobin@R`` (slot rotation), ``rename@K`` and ``roundrobin-windows``) and an optional ``@NAME`` for
 those with named variants (``capcal@NAME``: the content-free placeholder, its length and α of
-``reranking.capcal.variants.NAME``, to sweep them). The wildcard constraints,
+``reranking.capcal.variants.NAME``, to sweep them; ``skeleton@NAME``: the answer skeleton the probe reads
+with, :data:`posbias.scoring.SKELETONS`). The wildcard constraints,
 the config checks, the table labels and the reranking jobs all read :data:`METHODS`; nothing else
 lists these names.
 
@@ -48,6 +49,9 @@ class DebiasMethod:
     ``function(runs, **settings)`` with those orders' runs and returning one run. ``families``: the scorers it applies to,
     ``listwise`` rerankers and/or ``pointwise`` Grades scorers (whose BSC@K the stability stage
     computes from their shuffled orders, so the permutation methods are listwise only here).
+    ``probe``: the presentation channel (``markers``, …) whose sensitivity the method's K = 1 view measures:
+    its stability rows' ``plain_shift`` (the pairs that flip against the plain scorer's ranking of the same
+    presentation) is that channel's τ-PSI (:mod:`posbias.paper.markers`).
     """
 
     name: str
@@ -58,6 +62,7 @@ class DebiasMethod:
     takes_variant: bool = False
     settings: Callable[[dict, DebiasSpec], dict] = lambda reranking, spec: {}
     families: frozenset[str] = frozenset({"listwise"})
+    probe: str | None = None
     lists: Callable[[DebiasSpec], list[str]] | None = None
     combine: str | None = None
 
@@ -98,6 +103,21 @@ def placeholder(settings: dict) -> str:
     return " ".join([settings["placeholder"]] * settings["placeholder_length"])
 
 
+def _skeleton_settings(reranking: dict, spec) -> dict:
+    """The skeleton probe's one setting: the answer skeleton it reads with (``skeleton@NAME``)."""
+    from posbias.prompts import DEFAULT_SKELETON, SKELETONS
+
+    others = [n for n in SKELETONS if n != DEFAULT_SKELETON]
+    if spec.variant not in others:
+        raise ValueError(f"{spec}: name the answer skeleton to probe, one of "
+                         f"{', '.join(f'skeleton@{n}' for n in others)}")
+    return {"skeleton": spec.variant}
+
+
+def _skeleton(base, spec, seed, settings):
+    return registry.load(f"{WRAPPERS}:SkeletonSwapped")(base, settings["skeleton"])
+
+
 def _round_robin_windows(base, spec, seed, settings):
     return registry.load(f"{WRAPPERS}:RoundRobinWindowing")(base)
 
@@ -122,7 +142,10 @@ METHODS: dict[str, DebiasMethod] = {m.name: m for m in (
                  families=frozenset({"listwise", "pointwise"})),
     DebiasMethod("rename", True, "rename@{k} ({k} relabellings of each window's markers, scores averaged)",
                  _views(f"{WRAPPERS}:MarkerRenamed", average_scores=True), settings=_aggregation,
-                 families=frozenset({"pointwise"})),
+                 families=frozenset({"pointwise"}), probe="markers"),
+    DebiasMethod("skeleton", False, "skeleton probe{variant} (each window read with another answer skeleton)",
+                 _skeleton, takes_variant=True, settings=_skeleton_settings, families=frozenset({"pointwise"}),
+                 probe="skeleton"),
     DebiasMethod("roundrobin-windows", False, "round-robin windowing (passage i of the list in window i mod W)",
                  _round_robin_windows, families=frozenset({"pointwise"})),
 )}
@@ -182,8 +205,16 @@ def parse(name: str) -> DebiasSpec:
         return DebiasSpec(method, variant=arg or None)
     if entry is None or entry.takes_k != bool(at) or (at and not (arg.isascii() and arg.isdigit() and int(arg) >= 1)):
         raise ValueError(f"debias {name!r}: expected one of {GRAMMAR} (K ≥ 1, VARIANT a name in "
-                         "reranking.capcal.variants)")
+                         "reranking.capcal.variants or an answer skeleton)")
     return DebiasSpec(method, int(arg) if at else None)
+
+
+def probe_channel(name: str) -> str | None:
+    """The presentation channel a ``debias`` value probes (``rename@1``: markers, ``skeleton@NAME``: the
+    skeleton), None for a method that probes none or a K > 1 view."""
+    spec = parse(name)
+    entry = METHODS[spec.method]
+    return entry.probe if entry.probe and (not entry.takes_k or spec.k == 1) else None
 
 
 def options(reranking: dict, name: str) -> dict:

@@ -16,6 +16,7 @@ these wrappers).
   window i mod W (:func:`posbias.windows.round_robin`), one pass, no extra calls.
 - ``rename@K``: marker renaming, a prompt-side alternative and, at K = 1, a sensitivity probe: K seeded
   relabellings of a pointwise Grades window's markers ``[1] … [B]``, scores averaged.
+- ``skeleton@NAME``: the skeleton probe: a pointwise Grades window read with another answer skeleton.
 - ``capcal``: content-agnostic probability calibration, on the content-free priors the base gives
   (:attr:`Reranker.priors`): one step per window for models with per-passage probabilities (First,
   simulated); per decoding step, constrained, for generation models; per slot, with a fixed α, for
@@ -136,6 +137,23 @@ class MarkerRenamed(PermutationDebiased):
                        tuple(fisher_yates(range(1, n + 1), derive_seed(self.seed, "markers", window.query_id,
                                                                        *window.doc_ids, j))))
                 for j in range(self.k)]
+
+
+class SkeletonSwapped(_Wrapper):
+    """The skeleton probe (``skeleton@NAME``): each window read with answer skeleton ``NAME``
+    (:data:`posbias.prompts.SKELETONS`) instead of the paper's, the slots, markers and companions unchanged:
+    how much the skeleton alone moves the scores. Pointwise scorers only; those without a prompt
+    (simulated) ignore skeletons."""
+
+    def __init__(self, base: Reranker, skeleton: str):
+        if not base.pointwise:
+            raise ValueError(f"the skeleton probe reads the pointwise Grades prompt; {type(base).__name__} is listwise")
+        super().__init__(base)
+        self.skeleton = skeleton
+
+    def rank(self, windows: list[Window]) -> list[WindowResult]:
+        return self.base.rank([Window(w.query_id, w.query, w.doc_ids, w.texts, w.markers, self.skeleton)
+                               for w in windows])
 
 
 class CapCalDebiased(_Wrapper):

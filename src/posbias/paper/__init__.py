@@ -31,9 +31,11 @@ from posbias.paper.augmentation import augmentation_figure, augmentation_table
 from posbias.paper.bases import base_cells, bases_figure, bases_table
 from posbias.paper.bsc_curve import bsc_figure
 from posbias.paper.capcal import capcal
+from posbias.paper.channels import channels
 from posbias.paper.consumers import decisions_table
 from posbias.paper.frontier import frontier, frontier_figure
 from posbias.paper.inference_vs_training import inference_vs_training_figure
+from posbias.paper.label_budget import label_budget, label_budget_figure
 from posbias.paper.matched_retention import matched_retention
 from posbias.paper.original_vs_shuffled import original_vs_shuffled
 from posbias.paper.pool_figures import pool_psi_figure, pool_summary, variance_figure
@@ -158,6 +160,9 @@ TABLES: dict[str, PaperTable] = {
     "teachers": PaperTable(
         "Teachers compared: label quality and silver-β against the student's quality and stability (OC-SFT)",
         ("stability", "silver_stats", "teacher_study", "variants", "dev"), teachers, rule="stability_table"),
+    "label_budget": PaperTable(
+        "OC-SFT's label budget: the student's quality and stability against the teacher labels it cost (Figure 7)",
+        ("stability", "silver_stats", "label_budget", "variants", "dev"), label_budget, rule="stability_table"),
     "bases_pooled": PaperTable(
         "OC-SFT over base models: its stability gain over single order, per base and pooled over cells",
         ("stability", "base_pairs", "variants", "dev"), _bases_table, rule="stability_table"),
@@ -167,6 +172,10 @@ TABLES: dict[str, PaperTable] = {
     "adaptive_savings": PaperTable(
         "Calls an adaptive permutation budget saves against fixed K at equal quality and stability",
         ("stability_queries", "stability", "variants", "decisions"), adaptive_savings, rule="frontier"),
+    "channels": PaperTable(
+        "Presentation channels beyond order: held-out marker relabellings and a second answer skeleton, against "
+        "order training, marker-diverse SFT and a marker penalty (OC-SFT)",
+        ("stability", "stability_queries", "variants", "references"), channels, rule="frontier"),
     "serving_width": PaperTable(
         "One checkpoint served at several window widths B: quality, stability and latency (OC-SFT)",
         ("stability", "widths"), serving_width, rule="frontier"),
@@ -201,6 +210,9 @@ FIGURES: dict[str, PaperFigure] = {
     "teachers": PaperFigure(
         "OC-SFT: the student's quality against its teacher's silver-β and label quality (Figures 9 and 11)",
         ("stability", "silver_stats", "teacher_study", "variants", "dev"), teachers_figure, rule="stability_table"),
+    "label_budget": PaperFigure(
+        "OC-SFT: retention Jaccard and τ-PSI against the label cost (Figure 7)",
+        ("stability", "silver_stats", "label_budget", "variants", "dev"), label_budget_figure, rule="stability_table"),
     "frontier": PaperFigure(
         "Every method on one frontier: τ-PSI against model calls per query and against nDCG@10",
         ("stability_queries", "stability", "variants", "decisions"), frontier_figure, rule="frontier"),

@@ -86,20 +86,16 @@ def teachers(stability: pl.DataFrame, silver_stats: pl.DataFrame, study: list[di
     quality and stability, then each group's correlations beside the paper's."""
     rows = teacher_rows(stability, silver_stats, study, variants, dev)
     corr = correlations(rows)
-    blank = dict.fromkeys(("label nDCG@10", "silver-β", "student nDCG@10", "student τ-PSI", "student Jaccard",
-                           "Pearson r", "paper's r"), "")
-    view = [blank | {"training set · method · base": f"{r['data']} · {r['method']} · {r['base']}",
-                     "student": r["variant"], "teacher": r["teacher"], "label nDCG@10": fmt(r["label_ndcg10"], 3),
-                     "silver-β": fmt(r["silver_beta"], 3), "student nDCG@10": fmt(r["ndcg10"], 3),
-                     "student τ-PSI": fmt(r["tau_psi"], 3), "student Jaccard": fmt(r["jaccard"], 3)}
-            for r in rows.iter_rows(named=True)]
-    view += [blank | {"training set · method · base": f"{r['data']} · {r['method']} · {r['base']}",
-                      "student": f"{r['pair']} ({r['teachers']} teachers)", "teacher": "", "Pearson r": fmt(r["r"], 3),
-                      "paper's r": fmt(r["paper_r"], 3) if not math.isnan(r["paper_r"]) else ""}
-             for r in corr.iter_rows(named=True)]
     columns = ("training set · method · base", "student", "teacher", "label nDCG@10", "silver-β", "student nDCG@10",
                "student τ-PSI", "student Jaccard", "Pearson r", "paper's r")
-    view = [{c: row[c] for c in columns} for row in view]
+    view = [dict(zip(columns, (f"{r['data']} · {r['method']} · {r['base']}", r["variant"], r["teacher"],
+                               *(fmt(r[c], 3) for c in ("label_ndcg10", "silver_beta", "ndcg10", "tau_psi", "jaccard")),
+                               "", "")))
+            for r in rows.iter_rows(named=True)]
+    view += [dict(zip(columns, (f"{r['data']} · {r['method']} · {r['base']}", f"{r['pair']} ({r['teachers']} teachers)",
+                                "", "", "", "", "", "", fmt(r["r"], 3),
+                                fmt(r["paper_r"], 3) if not math.isnan(r["paper_r"]) else "")))
+             for r in corr.iter_rows(named=True)]
     if not view:
         view = [{"teachers compared": "none: no students of one method, base and training set learn from two "
                                       "teachers in this config (posbias.config.teacher_study)"}]

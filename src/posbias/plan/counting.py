@@ -267,8 +267,10 @@ def plan_train(config: dict, root: Path, scale=_unit, tokenizers: dict | None = 
             lists = present_candidates(exp.first_stage, exp.queries, exp.corpus, exp.grades, orders.parse(orders.ORIGINAL),
                                        0, config["ocsft"]["depth"], None, None, config["ocsft"].get("queries")).lists
             b = pbconfig.silver_window(config, run["data"])
-            n_instances = scale(run["data"], config["ocsft"].get("queries")) * sum(
-                math.ceil(min(len(c.doc_ids), config["ocsft"]["depth"]) / b) for c in lists)
+            per_list = scale(run["data"], config["ocsft"].get("queries"))
+            n_instances = per_list * sum(math.ceil(min(len(c.doc_ids), config["ocsft"]["depth"]) / b) for c in lists)
+            if run.get("max_queries"):  # a label budget: the windows of that many of the labelled queries
+                n_instances *= min(1.0, run["max_queries"] / (per_list * len(lists)))
             sample = [Window(c.query_id, c.query, c.doc_ids[:b], [c.texts[d] for d in c.doc_ids[:b]])
                       for c in lists[:TRAIN_SAMPLE]]
             grades = exp.grades

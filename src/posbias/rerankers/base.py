@@ -37,8 +37,9 @@ class Window:
     """One window of one query, in input order.
 
     ``markers``: the numbers a pointwise Grades prompt labels its slots with, in slot order (None:
-    ``1 … n``); marker renaming (:mod:`posbias.debias.wrappers`) sets them, models without such a
-    prompt (listwise, simulated) ignore them.
+    ``1 … n``); marker renaming (:mod:`posbias.debias.wrappers`) sets them. ``skeleton``: the Grades
+    prompt's answer skeleton (None: the paper's, :data:`posbias.prompts.SKELETONS`); the skeleton probe
+    sets it. Models without such a prompt (listwise, simulated) ignore both.
     """
 
     query_id: str
@@ -46,6 +47,7 @@ class Window:
     doc_ids: list[str]
     texts: list[str]
     markers: tuple[int, ...] | None = None
+    skeleton: str | None = None
 
 
 @dataclass(frozen=True)

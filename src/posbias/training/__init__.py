@@ -9,7 +9,7 @@ One concept per module:
 - :mod:`~posbias.training.pointwise`: OC-SFT views, collator and objective of the Grades scorer.
 - :mod:`~posbias.training.trainer`: the ``Trainer`` subclass, SIGTERM checkpointing, the loss curve.
 - :mod:`~posbias.training.checkpoints`: which checkpoint a rerun may resume from.
-- :mod:`~posbias.training.run`: :func:`train`, one training run in this process.
+- :mod:`~posbias.training.run`: :func:`train`, one training run in this process; :func:`first_queries`, a label budget.
 - :mod:`~posbias.training.launcher`: :func:`launch_distributed` (torchrun) and the worker CLI.
 """
 
@@ -18,9 +18,10 @@ import importlib
 # Imported on first use (PEP 562), so that reading the family registry (the train rule's inputs, at DAG
 # time) does not import torch.
 _EXPORTS = {"Preempted": "posbias.training.trainer", "TrainSpec": "posbias.training.spec",
-            "launch_distributed": "posbias.training.launcher", "train": "posbias.training.run"}
+            "launch_distributed": "posbias.training.launcher", "train": "posbias.training.run",
+            "first_queries": "posbias.training.run"}
 
-__all__ = ["Preempted", "TrainSpec", "launch_distributed", "train"]
+__all__ = ["Preempted", "TrainSpec", "first_queries", "launch_distributed", "train"]
 
 
 def __getattr__(name: str):

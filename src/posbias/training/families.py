@@ -37,12 +37,14 @@ from posbias.config.experiments import silver_path
 @dataclass(frozen=True)
 class Setup:
     """What :func:`posbias.training.train` hands the trainer: the examples, their collator, the token ids the
-    objective reads (identifier or grade tokens) and the propensity as the objective takes it (or None)."""
+    objective reads (identifier or grade tokens), the propensity as the objective takes it (or None) and
+    the callbacks the trainer adds."""
 
     examples: list
     collator: object
     id_tokens: list[int]
     propensity: object = None
+    callbacks: tuple = ()  # TrainerCallbacks the family's objective relies on (the EMA teacher)
 
 
 @dataclass(frozen=True)

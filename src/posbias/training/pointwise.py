@@ -17,6 +17,12 @@ The methods (:mod:`posbias.methods`) differ in their ``views``, ``consistency`` 
 - ``single_order``: the anchor view alone, λ = 0 (so OC-SFT with λ = 0 is exactly single order).
 - ``order_averaged``: as single_order, on targets averaged over T teacher shuffles (data side).
 - ``perm_aug``: one seeded random view per step, no penalty.
+- ``marker_sft``: the anchor view alone, its slots labelled by a seeded relabelling of ``[1] … [B]`` drawn
+  anew every epoch (marker-diverse SFT).
+- ``ocsft_markers``: OC-SFT whose further views are relabelled as well as permuted (the anchor keeps
+  ``[1] … [B]``, the presentation the teacher labelled), so the penalty also ties marker renamings.
+- ``ocsft_ema``: OC-SFT whose penalty centres each document on an EMA mean teacher's mean score over the
+  views (:mod:`posbias.training.ema`) instead of the student's own: the paper's failed ablation.
 - ``debiasfirst_pointwise``: the anchor view alone, the supervised term of the document in slot p weighted
   by 1/π(p), π the teacher's slot propensity (:func:`posbias.silver.slot_propensity`), clipped at
   ``ips_clip`` and normalised to mean 1: DebiasFirst's inverse-propensity idea in this setting.
@@ -37,6 +43,7 @@ from posbias import losses
 from posbias.methods import TrainingMethod
 from posbias.permute import derive_seed, fisher_yates
 from posbias.scoring import GradesEncoder, grade_scores, slot_grade_logits
+from posbias.training import ema
 from posbias.training.families import Setup
 
 
@@ -56,6 +63,24 @@ def view_orders(method: TrainingMethod, n_docs: int, views: int, seed: int, quer
         return [shuffled(0, by_epoch=True)]
     count = views if method.views == "anchor+permutations" else 1
     return [list(range(n_docs))] + [shuffled(v, by_epoch=resample) for v in range(1, count)]
+
+
+def view_markers(method: TrainingMethod, n_docs: int, count: int, seed: int, query_id: str, window: int,
+                 epoch: int) -> list[tuple[int, ...] | None]:
+    """The slot markers of each of ``count`` views (None: ``[1] … [B]`` in slot order), per the method's
+    ``markers``: ``fixed`` none relabelled; ``drawn`` every view a seeded relabelling drawn anew each epoch;
+    ``views`` the anchor as the teacher saw it and every further view relabelled (fixed for the run, as its
+    order is). The seeds are the views' own ("markers" instead of "ocsft-view"), so the relabelling is drawn
+    apart from the view's order."""
+    def relabelled(view: int, by_epoch: bool) -> tuple[int, ...]:
+        parts = (epoch, view) if by_epoch else (view,)
+        return tuple(fisher_yates(range(1, n_docs + 1), derive_seed(seed, "markers", query_id, window, *parts)))
+
+    if method.markers == "drawn":
+        return [relabelled(v, by_epoch=True) for v in range(count)]
+    if method.markers == "views":
+        return [None] + [relabelled(v, by_epoch=False) for v in range(1, count)]
+    return [None] * count
 
 
 class GradesCollator:
@@ -79,8 +104,9 @@ class GradesCollator:
                                  self.resample_views)
             if self.slot_weights is not None:  # document orders[0][p] sits in slot p of the supervised view
                 weights[w, torch.tensor(orders[0])] = torch.tensor(self.slot_weights[:n], dtype=torch.float32)
-            for order in orders:
-                ids, reads, _ = self.encoder.encode(ex["query"], [ex["texts"][i] for i in order])
+            markers = view_markers(self.method, n, len(orders), self.seed, ex["query_id"], ex["window"], self.epoch)
+            for order, labels in zip(orders, markers):
+                ids, reads, _ = self.encoder.encode(ex["query"], [ex["texts"][i] for i in order], labels)
                 rows.append(ids)
                 slots.append(reads)
                 docs.append(order)
@@ -111,12 +137,19 @@ def aligned_view_scores(scores: torch.Tensor, batch: dict, window: int) -> torch
     return torch.stack(out)
 
 
+def batch_scores(model, batch: dict, grade_ids) -> torch.Tensor:
+    """Every rendered view's slot scores (rows × B): one forward pass of the batch."""
+    return grade_scores(slot_grade_logits(model, batch["input_ids"], batch["attention_mask"], batch["slots"], grade_ids))
+
+
 def pointwise_objective(model, batch: dict, grade_ids, method: TrainingMethod, lam: float,
-                        form: str = "variance") -> tuple[torch.Tensor, dict[str, float]]:
+                        form: str = "variance", teacher_scores: torch.Tensor | None = None,
+                        ) -> tuple[torch.Tensor, dict[str, float]]:
     """The mean OC-SFT loss over the batch's windows (λ forced to 0 for methods without the
-    consistency term; ``form`` the penalty's, :func:`posbias.losses.ocsft_terms`), and its two terms."""
-    logits = slot_grade_logits(model, batch["input_ids"], batch["attention_mask"], batch["slots"], grade_ids)
-    scores = grade_scores(logits)
+    consistency term; ``form`` the penalty's, :func:`posbias.losses.ocsft_terms`), and its two terms.
+    ``teacher_scores`` (the EMA teacher's scores of the same rows, :mod:`posbias.training.ema`): the penalty
+    centres each document on the teacher's mean over the views instead of the student's."""
+    scores = batch_scores(model, batch, grade_ids)
     lam = lam if method.consistency else 0.0
     weighted = method.ips
     supervised, spread = [], []
@@ -124,8 +157,9 @@ def pointwise_objective(model, batch: dict, grade_ids, method: TrainingMethod, l
         views = aligned_view_scores(scores, batch, w)
         n = views.shape[1]
         target = batch["targets"][w, :n].to(views.device)
+        centre = aligned_view_scores(teacher_scores, batch, w).mean(0) if teacher_scores is not None else None
         sup, spr = losses.ocsft_terms(views, target, batch["weights"][w, :n].to(views.device) if weighted else None,
-                                      form, method.anchor)
+                                      form, method.anchor, centre)
         supervised.append(sup)
         spread.append(spr)
     sup, spr = torch.stack(supervised).mean(), torch.stack(spread).mean()
@@ -158,12 +192,17 @@ def setup(tokenizer, instances, spec, propensity) -> Setup:
     weights = slot_weights(propensity, spec.ips_clip) if propensity is not None else None
     collator = GradesCollator(encoder, spec.kind, spec.views, spec.seed, tokenizer.pad_token_id, weights,
                               spec.resample_views)
-    return Setup(examples, collator, list(encoder.grades.ids))
+    callbacks = (ema.EmaTeacher(spec.ema_decay),) if spec.kind.ema_teacher else ()
+    return Setup(examples, collator, list(encoder.grades.ids), callbacks=callbacks)
 
 
 def trainer_objective(model, batch: dict, trainer) -> tuple:
-    """The family's ``objective``: :func:`pointwise_objective` at the step's λ (warmed up)."""
+    """The family's ``objective``: :func:`pointwise_objective` at the step's λ (warmed up), with the EMA
+    teacher's scores for a method that centres its penalty on them."""
     spec = trainer.spec
     lam = losses.consistency_weight(trainer.state.global_step, spec.consistency, spec.consistency_warmup)
-    loss, parts = pointwise_objective(model, batch, trainer.id_tokens, spec.kind, lam, spec.consistency_form)
+    teacher = (ema.of(trainer).scores(model, lambda m: batch_scores(m, batch, trainer.id_tokens))
+               if spec.kind.ema_teacher else None)
+    loss, parts = pointwise_objective(model, batch, trainer.id_tokens, spec.kind, lam, spec.consistency_form,
+                                      teacher)
     return loss, parts, None

@@ -30,6 +30,13 @@ from posbias.training.trainer import (
 log = logging.getLogger(__name__)
 
 
+def first_queries(instances: pl.DataFrame, n: int) -> pl.DataFrame:
+    """The instances of the first ``n`` training queries by query id (``training.<name>.max_queries``, a label
+    budget): sorted ids, so a smaller budget's queries are a subset of a larger one's."""
+    kept = sorted(set(instances["query_id"].to_list()))[:n]
+    return instances.filter(pl.col("query_id").is_in(kept))
+
+
 def train(base_model: str, instances: pl.DataFrame, spec: TrainSpec, work_dir: Path, out_dir: Path,
           propensity: np.ndarray | None = None, device: str = "cpu") -> pl.DataFrame:
     """Train, resuming from the last checkpoint in ``work_dir`` if any; save the final model to ``out_dir``.
@@ -77,6 +84,8 @@ def train(base_model: str, instances: pl.DataFrame, spec: TrainSpec, work_dir: P
         model=model, args=args, train_dataset=setup.examples, data_collator=setup.collator,
         id_tokens=setup.id_tokens, spec=spec, propensity=setup.propensity,
     )
+    for callback in setup.callbacks:
+        trainer.add_callback(callback)
     resume = last_checkpoint(work_dir)
     if resume:
         log.info("resuming from %s", resume)

@@ -52,6 +52,7 @@ class TrainSpec:
     consistency: float
     consistency_warmup: int
     consistency_form: str
+    ema_decay: float
     resample_views: bool
     lora: dict | None = None  # hyper.lora; absent (the schema states no default) = full fine-tuning
 
