@@ -5,7 +5,8 @@ all four baselines train and are evaluated; λ is chosen on the held-out split; 
 no-anchor ablation run. On the other two consumers (multi-document QA with a simulated reader, response
 ranking) OC-SFT's decisions flip less; in the pool-replacement design its scores carry less order
 residual than single order's. The prompt-side alternatives (round-robin windowing, marker renaming) run
-beside the plain scorers.
+beside the plain scorers; the marker and skeleton channels are probed, the marker variants, the label
+budget and the EMA mean teacher trained.
 
 The toy's size is what its claims need (50 test queries, 6 shuffled presentations, 100 steps of 8
 windows per variant; the config states it): the effects are many times their spread over the two seeds
@@ -145,6 +146,44 @@ def test_the_frontier_puts_ocsft_its_baselines_and_the_inference_time_methods_si
     assert "| toy-ocsft (ref.) | none |" in ocsft_toy_run.text("results", "tables", "frontier.md")
     assert ocsft_toy_run.path("results", "figures", "frontier.png").stat().st_size > 10_000
     assert "bsc@≤3 adaptive" in ocsft_toy_run.text("results", "plan", "serving.md")
+
+
+def test_the_channels_probe_markers_and_the_skeleton(ocsft_toy_run):
+    """Two presentation channels beyond order (results/tables/channels.md): the slot-biased teacher reads no
+    prompt, so relabelled markers and another skeleton move none of its pairs; the trained scorers read both.
+    Marker-diverse SFT and OC-SFT with the marker penalty are probed on held-out relabellings beside OC-SFT,
+    each with its count of cells below it. Measured (one cell; OC-SFT's spread over its two seeds ± 0.022):
+    marker τ-PSI OC-SFT 0.026, single order 0.027, marker-diverse SFT 0.012 (order τ-PSI 0.454), OC-SFT with
+    the marker penalty 0.014 (order τ-PSI 0.317, nDCG@10 0.986); skeleton τ-PSI OC-SFT 0.085, single order
+    0.119."""
+    rows = {(r["variant"], r["channel"]): r for r in ocsft_toy_run.table("channels").iter_rows(named=True)}
+    assert rows["slot-teacher", "markers"]["channel_tau_psi"] == 0.0 == rows["slot-teacher", "skeleton"]["channel_tau_psi"]
+    assert rows["toy-ocsft", "skeleton"]["channel_tau_psi"] > 0.02 and rows["toy-ocsft", "markers"]["seeds"] == 2
+    assert {v for v, c in rows if c == "markers"} == {"toy-ocsft", "toy-single-order", "slot-teacher", "toy-marker-sft",
+                                                      "toy-ocsft-markers"}
+    penalty, diverse = rows["toy-ocsft-markers", "markers"], rows["toy-marker-sft", "markers"]
+    assert penalty["tau_psi"] < diverse["tau_psi"] - 0.05  # the penalty keeps OC-SFT's order consistency, SFT not
+    text = ocsft_toy_run.text("results", "tables", "channels.md")
+    assert "markers, toy-ocsft-markers: " in text and "markers, toy-marker-sft: " in text
+
+
+def test_the_label_budget_and_the_ema_teacher(ocsft_toy_run):
+    """OC-SFT on the labels of 100 of the 800 queries against OC-SFT on all and order-averaged targets over
+    800 queries × 11 teacher views (results/tables/label_budget.md: label costs 100, 800 and 8,800). Measured:
+    retention Jaccard 0.990 against 0.981 and 0.994, τ-PSI 0.320 against 0.318 and 0.318: the hundred labels
+    keep OC-SFT's stability. The EMA mean teacher trains and is evaluated beside OC-SFT (measured: τ-PSI
+    0.318, Jaccard 0.997, nDCG@10 0.980; it does not fail on the toy)."""
+    rows = {r["variant"]: r for r in ocsft_toy_run.table("label_budget").iter_rows(named=True)}
+    assert list(rows) == ["toy-ocsft-q100", "toy-ocsft", "toy-order-averaged"]
+    assert [r["label_cost"] for r in rows.values()] == [100, 800, 8800] and rows["toy-ocsft-q100"]["queries"] == 100
+    few, averaged = rows["toy-ocsft-q100"], rows["toy-order-averaged"]
+    assert few["jaccard"] > 0.9 and abs(few["tau_psi"] - averaged["tau_psi"]) < 0.02, (few, averaged)
+    assert ocsft_toy_run.path("results", "figures", "label_budget.png").stat().st_size > 10_000
+    model = json.loads(ocsft_toy_run.text("results", "models", "toy-ocsft-q100-s1", "posbias_training.json"))
+    assert model["instances"] == 100 and model["steps"] == 100
+    ema = _stability(ocsft_toy_run)["toy-ocsft-ema"]
+    assert ema["seeds"] == 1 and 0 < ema["tau_psi"] < 0.4 and ema["ndcg10"] > 0.5
+    assert ocsft_toy_run.path("results", "checkpoints", "toy-ocsft-ema-s1", "checkpoint-100", "ema.pt").is_file()
 
 
 def test_the_compute_plan_counts_the_pool_design_exactly(ocsft_toy_run):

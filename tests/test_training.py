@@ -365,8 +365,8 @@ def test_view_orders_per_method():
 
 def test_view_markers_per_method():
     """The marker channel: fixed methods label every view [1] … [B]; marker-diverse SFT relabels each view by a
-    seeded permutation drawn anew every epoch; the marker penalty keeps the anchor as the teacher saw it and
-    relabels every further view, the same in every epoch, apart from the view's order."""
+    seeded permutation drawn anew every epoch; the marker penalty adds a view in the anchor's order whose
+    markers alone are relabelled, the same in every epoch."""
     from posbias.methods import METHODS
     from posbias.training.pointwise import view_markers, view_orders
 
@@ -375,11 +375,11 @@ def test_view_markers_per_method():
     assert len(drawn) == 1 and sorted(drawn[0]) == list(range(1, 21)) and drawn[0] != tuple(range(1, 21))
     assert drawn != view_markers(METHODS["marker_sft"], 20, 1, 0, "q", 0, 1)  # anew each epoch
     assert drawn == view_markers(METHODS["marker_sft"], 20, 1, 0, "q", 0, 0)  # seeded
-    penalised = view_markers(METHODS["ocsft_markers"], 20, 3, 0, "q", 0, 0)
-    assert penalised[0] is None and all(sorted(m) == list(range(1, 21)) for m in penalised[1:])
-    assert penalised[1] != penalised[2] and penalised == view_markers(METHODS["ocsft_markers"], 20, 3, 0, "q", 0, 5)
-    orders = view_orders(METHODS["ocsft_markers"], 20, 3, 0, "q", 0, 0)
-    assert [list(m) for m in penalised[1:]] != [[i + 1 for i in o] for o in orders[1:]]  # drawn apart from the order
+    orders = view_orders(METHODS["ocsft_markers"], 20, 2, 0, "q", 0, 0)
+    assert orders == view_orders(METHODS["ocsft"], 20, 2, 0, "q", 0, 0) + [list(range(20))]  # OC-SFT's + the anchor
+    penalised = view_markers(METHODS["ocsft_markers"], 20, len(orders), 0, "q", 0, 0)
+    assert penalised[:2] == [None, None] and sorted(penalised[2]) == list(range(1, 21))
+    assert penalised[2] != tuple(range(1, 21)) and penalised == view_markers(METHODS["ocsft_markers"], 20, 3, 0, "q", 0, 5)
 
 
 def test_a_label_budget_keeps_the_first_queries_by_id_and_nests():

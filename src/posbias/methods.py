@@ -19,8 +19,8 @@ Two families share the trainer:
   supervised, plus N − 1 more;
   ``one_permutation``: a fresh seeded permutation every epoch), ``markers`` how each view labels its
   slots (``fixed``: ``[1] … [B]`` in slot order; ``drawn``: every view a seeded relabelling drawn anew each
-  epoch, marker-diverse SFT; ``views``: the anchor view ``[1] … [B]`` and every further view also
-  relabelled, so the penalty ties marker renamings as well as orders), ``shuffled_silver`` asks for teacher
+  epoch, marker-diverse SFT; ``penalty``: one view more, the anchor's order with its markers relabelled,
+  so the penalty ties a marker renaming as well as the orders), ``shuffled_silver`` asks for teacher
   labels over T shuffles, ``ema_teacher`` centres the penalty on an EMA mean teacher's scores.
 """
 
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 FAMILIES = ("listwise", "pointwise")
 VIEWS = ("anchor", "anchor+permutations", "one_permutation")
-MARKERS = ("fixed", "drawn", "views")
+MARKERS = ("fixed", "drawn", "penalty")
 
 
 @dataclass(frozen=True)
@@ -107,9 +107,9 @@ METHODS: dict[str, TrainingMethod] = {m.name: m for m in (
                    "ablation (marker channel): the anchor view alone, its slots relabelled by a seeded permutation "
                    "of the markers drawn anew every epoch", markers="drawn"),
     TrainingMethod("ocsft_markers", "pointwise", "OC-SFT + marker penalty",
-                   "ablation (marker channel): OC-SFT whose further views are relabelled as well as permuted, so "
-                   "the penalty ties marker renamings too", consistency=True, views="anchor+permutations",
-                   markers="views"),
+                   "ablation (marker channel): OC-SFT with one view more, the anchor's order with its markers "
+                   "relabelled, so the penalty ties a marker renaming too", consistency=True,
+                   views="anchor+permutations", markers="penalty"),
 )}
 
 

@@ -127,23 +127,38 @@ def teacher_study(config: dict) -> list[dict]:
 
 
 def label_budget(config: dict) -> list[dict]:
-    """OC-SFT's label-budget curve (its Figure 7): the pointwise variants trained from one base on one training
-    set's labels by one teacher, grouped, where some variant of the group trains on the labels of only its
-    first ``max_queries`` queries. One ``{"variant", "method", "data", "base", "teacher", "shuffles",
-    "max_queries"}`` per variant of such a group (seeds once; ``max_queries`` None: every labelled query;
-    ``shuffles``: the T teacher shuffles its labels took, 0 for one pass)."""
+    """OC-SFT's label-budget curve (its Figure 7: OC-SFT on few labels against order-averaged distillation on
+    all): per pointwise run on the labels of only its first ``max_queries`` queries, that run, the runs of the
+    same recipe (method and hyper-parameters) on every labelled query, and the order-averaged runs (targets
+    averaged over the teacher's shuffles) from the same base on the same training set and teacher. One
+    ``{"variant", "method", "data", "base", "teacher", "shuffles", "max_queries"}`` per variant (seeds once;
+    ``max_queries`` None: every labelled query; ``shuffles``: the T teacher shuffles its labels took, 0 for
+    one pass), in config order."""
     training = config.get("training", {})
-    students: dict[str, dict] = {}
+    runs = {}
     for name, run in training.items():
         if families.of(run["method"]).silver:
-            variant = variant_of(training, name)
-            students[variant] = {"variant": variant, "method": run["method"], "data": run["data"],
-                                 "base": variant_of(training, run["base_model"]), "teacher": silver_teacher(config, run),
-                                 "shuffles": silver_shuffles(config, run), "max_queries": run.get("max_queries")}
-    groups: dict[tuple, list[dict]] = {}
-    for student in students.values():
-        groups.setdefault((student["data"], student["base"], student["teacher"]), []).append(student)
-    return [s for group in groups.values() if any(s["max_queries"] for s in group) for s in group]
+            runs.setdefault(variant_of(training, name), run)
+
+    def entry(variant: str, run: dict) -> dict:
+        return {"variant": variant, "method": run["method"], "data": run["data"],
+                "base": variant_of(training, run["base_model"]), "teacher": silver_teacher(config, run),
+                "shuffles": silver_shuffles(config, run), "max_queries": run.get("max_queries")}
+
+    chosen: dict[str, dict] = {}
+    for budgeted, run in runs.items():
+        if not run.get("max_queries"):
+            continue
+        key = entry(budgeted, run)
+        for variant, other in runs.items():
+            same = entry(variant, other)
+            if (same["data"], same["base"], same["teacher"]) != (key["data"], key["base"], key["teacher"]):
+                continue
+            recipe = other["method"] == run["method"] and other["hyper"] == run["hyper"]
+            if variant == budgeted or (recipe and not other.get("max_queries")) \
+                    or methods.get(other["method"]).averaged_targets:
+                chosen.setdefault(variant, same)
+    return [chosen[v] for v in runs if v in chosen]
 
 
 def silver_jobs(config: dict) -> list[tuple[str, str, int]]:

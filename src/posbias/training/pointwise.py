@@ -19,8 +19,8 @@ The methods (:mod:`posbias.methods`) differ in their ``views``, ``consistency`` 
 - ``perm_aug``: one seeded random view per step, no penalty.
 - ``marker_sft``: the anchor view alone, its slots labelled by a seeded relabelling of ``[1] … [B]`` drawn
   anew every epoch (marker-diverse SFT).
-- ``ocsft_markers``: OC-SFT whose further views are relabelled as well as permuted (the anchor keeps
-  ``[1] … [B]``, the presentation the teacher labelled), so the penalty also ties marker renamings.
+- ``ocsft_markers``: OC-SFT with one view more, the anchor's order with its markers relabelled (a seeded
+  permutation of ``[1] … [B]``), so the penalty also ties a marker renaming (the marker penalty).
 - ``ocsft_ema``: OC-SFT whose penalty centres each document on an EMA mean teacher's mean score over the
   views (:mod:`posbias.training.ema`) instead of the student's own: the paper's failed ablation.
 - ``debiasfirst_pointwise``: the anchor view alone, the supervised term of the document in slot p weighted
@@ -53,7 +53,8 @@ def view_orders(method: TrainingMethod, n_docs: int, views: int, seed: int, quer
 
     The stored window is the anchor view (the teacher labelled that presentation,
     :func:`posbias.silver.anchor_order`), so view 0 is the identity; ``anchor+permutations`` adds
-    ``views − 1`` seeded permutations of it; ``one_permutation`` is one permutation drawn anew
+    ``views − 1`` seeded permutations of it, and a method with the marker penalty the anchor's order once
+    more (its markers relabelled, :func:`view_markers`); ``one_permutation`` is one permutation drawn anew
     every epoch (augmentation)."""
     def shuffled(view: int, by_epoch: bool) -> list[int]:
         parts = (epoch, view) if by_epoch else (view,)
@@ -62,24 +63,24 @@ def view_orders(method: TrainingMethod, n_docs: int, views: int, seed: int, quer
     if method.views == "one_permutation":
         return [shuffled(0, by_epoch=True)]
     count = views if method.views == "anchor+permutations" else 1
-    return [list(range(n_docs))] + [shuffled(v, by_epoch=resample) for v in range(1, count)]
+    marker_view = [list(range(n_docs))] if method.markers == "penalty" else []  # relabelled: view_markers
+    return [list(range(n_docs))] + [shuffled(v, by_epoch=resample) for v in range(1, count)] + marker_view
 
 
 def view_markers(method: TrainingMethod, n_docs: int, count: int, seed: int, query_id: str, window: int,
                  epoch: int) -> list[tuple[int, ...] | None]:
     """The slot markers of each of ``count`` views (None: ``[1] … [B]`` in slot order), per the method's
     ``markers``: ``fixed`` none relabelled; ``drawn`` every view a seeded relabelling drawn anew each epoch;
-    ``views`` the anchor as the teacher saw it and every further view relabelled (fixed for the run, as its
-    order is). The seeds are the views' own ("markers" instead of "ocsft-view"), so the relabelling is drawn
-    apart from the view's order."""
+    ``penalty`` the last view (the marker view of :func:`view_orders`) relabelled, fixed for the run as the
+    order views are. The seeds are the views' own ("markers" instead of "ocsft-view")."""
     def relabelled(view: int, by_epoch: bool) -> tuple[int, ...]:
         parts = (epoch, view) if by_epoch else (view,)
         return tuple(fisher_yates(range(1, n_docs + 1), derive_seed(seed, "markers", query_id, window, *parts)))
 
     if method.markers == "drawn":
         return [relabelled(v, by_epoch=True) for v in range(count)]
-    if method.markers == "views":
-        return [None] + [relabelled(v, by_epoch=False) for v in range(1, count)]
+    if method.markers == "penalty":
+        return [None] * (count - 1) + [relabelled(count - 1, by_epoch=False)]
     return [None] * count
 
 
