@@ -177,8 +177,17 @@ def _unit(dataset: str, cap: int | None = None) -> float:
     return 1.0
 
 
-def plan_rerank(config: dict, root: Path, scale=_unit, tokenizers: dict | None = None) -> list[dict]:
-    """One row per rerank job order: the windows, calls and prompt tokens it will spend."""
+def _mean_row(rows: list[dict], order: str) -> dict:
+    """A plan row for ``order`` with the mean counts of ``rows`` (orders of one kind in one job), an estimate."""
+    counts = {k: round(sum(r[k] for r in rows) / len(rows)) for k in ("queries", "windows", "calls", "prompt_tokens")}
+    return {**rows[0], **counts, "order": order, "calls_exact": False, "tokens_exact": False}
+
+
+def plan_rerank(config: dict, root: Path, scale=_unit, tokenizers: dict | None = None,
+                shuffles_counted: int | None = None) -> list[dict]:
+    """One row per rerank job order: the windows, calls and prompt tokens it will spend. ``shuffles_counted``
+    (the dry plan's stand-ins, where every shuffle of a job reranks the same passages): the first that many
+    shuffled orders of each job are counted, the others take their mean."""
     data, out, built = _Data(root), [], {}
     for (m, d, r, debias, part), names in pbconfig.rerank_batches(config).items():
         settings = pbconfig.rerank_settings(config, m, d, r, debias, part)
@@ -187,7 +196,11 @@ def plan_rerank(config: dict, root: Path, scale=_unit, tokenizers: dict | None =
             built[(m, d)] = counting_reranker(config, m, exp.grades, settings.get("word_budget"), root, tokenizers)
         counting = built[(m, d)]
         base = counting.reranker
+        counted, rest = [], []
         for name in names:
+            if shuffles_counted is not None and orders.is_kind(name, "shuffled") and len(counted) >= shuffles_counted:
+                rest.append(name)
+                continue
             shown, _, _, cost = rerank_order(base, name, debias, settings, config["seed"], exp,
                                              config["models"][m]["batch_size"])
             # a window after the first holds what the model promoted: its tokens are exact only if the
@@ -198,6 +211,9 @@ def plan_rerank(config: dict, root: Path, scale=_unit, tokenizers: dict | None =
             out.append(_row("rerank", m, d, r, debias, name, f"{d}/{r}/{debias}.{part}", len(shown.lists), cost,
                             not base.decodes, counting, scale(d, settings["queries"]),
                             one_window or not reads_tokens))
+            if orders.is_kind(name, "shuffled"):
+                counted.append(out[-1])
+        out += [_mean_row(counted, name) for name in rest]
     return out
 
 
@@ -293,11 +309,12 @@ def plan_train(config: dict, root: Path, scale=_unit, tokenizers: dict | None = 
     return out
 
 
-def plan_orders(config: dict, root: Path = Path("."), scale=_unit) -> pl.DataFrame:
+def plan_orders(config: dict, root: Path = Path("."), scale=_unit, shuffles_counted: int | None = None) -> pl.DataFrame:
     """Every planned job order of the config (schema ``ORDER_SCHEMA``), from the data and first-stage
     runs under ``root``; ``scale(dataset, cap)`` is the number of real queries each list stands for
-    (1, except for :class:`posbias.dry_plan.StandIns`)."""
+    (1, except for :class:`posbias.dry_plan.StandIns`); ``shuffles_counted``: see :func:`plan_rerank`."""
     tokenizers: dict = {}  # each tokenizer loaded once and memoised for the whole plan (counting_reranker)
-    rows = [row for part in (plan_rerank, plan_propensity, plan_silver, plan_pool, plan_train)
-            for row in part(config, root, scale, tokenizers)]
+    rows = plan_rerank(config, root, scale, tokenizers, shuffles_counted)
+    rows += [row for part in (plan_propensity, plan_silver, plan_pool, plan_train)
+             for row in part(config, root, scale, tokenizers)]
     return pl.DataFrame(rows, schema=ORDER_SCHEMA)
