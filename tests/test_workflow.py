@@ -236,16 +236,17 @@ def test_ocsft_paper_preset_plans_the_whole_dag(workdir, preset_plans):
     # experiments: 16 scorers (the base model, 5 variants x 3 seeds) on DL19, DL20 and the 14 further
     # collections; the two teachers' students on DL19, DL20; 6 on QA and on response ranking; and the base
     # model's five prompt-side alternatives (CapCal on its Grades readout among them) on DL19, DL20; on DL19
-    # and DL20 the marker probe of OC-SFT's 3 seeds, the 1K-label and EMA OC-SFT, both marker variants (plain, probed)
-    assert counts["stability"] == 16 * 16 + 2 * 2 + 2 * 6 + 2 * 5 + 2 * (3 + 2 + 2 * 2) and counts["stability_table"] == 1
+    # and DL20 the marker probe of OC-SFT's 3 seeds, the 1K-label and EMA OC-SFT, both marker variants (plain, probed),
+    # and the skeleton probe of OC-SFT's 3 seeds and the base model
+    assert counts["stability"] == 16 * 16 + 2 * 2 + 2 * 6 + 2 * 5 + 2 * (3 + 2 + 2 * 2) + 2 * (3 + 1) and counts["stability_table"] == 1
     # DL19 and DL20: 100 shuffles and 20 positions; the 14 further collections: M = 10 shuffles; QA and
     # response ranking over 100 shuffles; the prompt-side alternatives over the original and shuffled orders;
     # the teachers' students, the 1K-label and EMA OC-SFT and the marker variants over M = 10 shuffles; OC-SFT's marker
-    # probe over the original and shuffled orders
+    # probe, and its and the base model's skeleton probe, over the original and shuffled orders
     assert counts["rerank_order"] == (2 * 16 * (1 + 100 + 20) + 14 * 16 * (1 + 10) + 2 * 6 * (1 + 100) + 2 * 5 * 101
-                                      + 2 * 2 * 11 + 2 * (2 + 2 * 2) * 11 + 2 * 3 * 101)
+                                      + 2 * 2 * 11 + 2 * (2 + 2 * 2) * 11 + 2 * (3 + 3 + 1) * 101)
     # per experiment, one model load per 25 orders: 101 original and shuffled orders in 5, 20 positions in 1
-    assert counts["rerank"] == 2 * 16 * (5 + 1) + 14 * 16 + 2 * 6 * 5 + 2 * 5 * 5 + 2 * 2 + 2 * (2 + 2 * 2) + 2 * 3 * 5
+    assert counts["rerank"] == 2 * 16 * (5 + 1) + 14 * 16 + 2 * 6 * 5 + 2 * 5 * 5 + 2 * 2 + 2 * (2 + 2 * 2) + 2 * (3 + 3 + 1) * 5
     assert counts["decisions"] == 12 and counts["decisions_table"] == 1 and counts["answers"] == 1
     # prebuilt BM25 on NQ and on the 14 further collections, UltraFeedback's lists
     assert counts["retrieve"] == 2 + 14 + 2
