@@ -63,8 +63,7 @@ class TrainingMethod:
     def on_lambda_grid(self) -> bool:
         """Whether the method is OC-SFT's objective at some λ (the anchor alone supervised, plain
         targets, no weights, fixed markers, its own views' mean as the penalty's centre, no listwise objective
-        terms): OC-SFT itself, and single order as
-        λ = 0."""
+        terms): OC-SFT itself, and single order as λ = 0."""
         return (not self.terms and self.anchor and self.views != "one_permutation" and not self.ips
                 and not self.averaged_targets and self.markers == "fixed" and not self.ema_teacher)
 

@@ -42,7 +42,6 @@ from posbias.rerankers.lm import LMSpec, lm_spec, load
 GRADES = (0, 1, 2, 3)
 
 
-
 def grade_scores(grade_logits: torch.Tensor) -> torch.Tensor:
     """E[g]/3 over the last dimension (the four logits of ``0 1 2 3``): the score in [0, 1]."""
     probs = grade_logits.float().softmax(-1)

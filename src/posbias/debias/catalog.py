@@ -5,7 +5,7 @@ A ``debias`` value is a method name, with ``@K`` for the methods that take a num
 ``roundrobin@R`` (slot rotation), ``rename@K`` and ``roundrobin-windows``) and an optional ``@NAME`` for
 those with named variants (``capcal@NAME``: the content-free placeholder, its length and α of
 ``reranking.capcal.variants.NAME``, to sweep them; ``skeleton@NAME``: the answer skeleton the probe reads
-with, :data:`posbias.scoring.SKELETONS`). The wildcard constraints,
+with, :data:`posbias.prompts.SKELETONS`). The wildcard constraints,
 the config checks, the table labels and the reranking jobs all read :data:`METHODS`; nothing else
 lists these names.
 
@@ -51,7 +51,7 @@ class DebiasMethod:
     computes from their shuffled orders, so the permutation methods are listwise only here).
     ``probe``: the presentation channel (``markers``, …) whose sensitivity the method's K = 1 view measures:
     its stability rows' ``plain_shift`` (the pairs that flip against the plain scorer's ranking of the same
-    presentation) is that channel's τ-PSI (:mod:`posbias.paper.markers`).
+    presentation) is that channel's τ-PSI (:mod:`posbias.paper.channels`).
     """
 
     name: str

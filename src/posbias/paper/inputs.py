@@ -34,14 +34,15 @@ def _train_seconds(files: list[str]) -> dict[str, float]:
 
 def _silver_stats(files: list[str]) -> pl.DataFrame:
     """Per silver-label job (its stats JSON, ``…/{dataset}/{teacher}/t{T}.stats.json``): dataset, teacher,
-    shuffles, labelled queries, label quality and silver-β (the labels' τ-PSI and score sd over the teacher's views; NaN without
-    shuffles, and label quality NaN in a stats file written before 0.16.0 recorded it)."""
+    shuffles, labelled queries, label quality and silver-β (the labels' τ-PSI and score sd over the teacher's
+    views; NaN without shuffles, and label quality NaN in a stats file written before 0.16.0 recorded it)."""
     rows = []
     for p in files:
         stats = json.loads(Path(p).read_text())
         beta = stats.get("silver_beta") or {}
         rows.append({"dataset": Path(p).parent.parent.name, "teacher": Path(p).parent.name,
-                     "shuffles": stats["shuffles"], "queries": stats.get("queries"), "label_ndcg10": float(stats.get("label_ndcg10", "nan")),
+                     "shuffles": stats["shuffles"], "queries": stats.get("queries"),
+                     "label_ndcg10": float(stats.get("label_ndcg10", "nan")),
                      "silver_beta": float(beta.get("tau_psi", "nan")), "label_sd": float(beta.get("label_sd", "nan"))})
     schema = {"dataset": pl.String, "teacher": pl.String, "shuffles": pl.Int64, "queries": pl.Int64,
               "label_ndcg10": pl.Float64,
