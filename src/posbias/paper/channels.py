@@ -22,7 +22,7 @@ from posbias.debias.adaptive import FIXED
 from posbias.paper.seeds import named_variants
 from posbias.paper.stability import paired_tests
 from posbias.paper.stats import ALPHA, mean_sd, significant
-from posbias.paper.writers import Table, fmt, fmt_sd
+from posbias.paper.writers import Table, fmt, fmt_sd, view_or_none
 
 SENSITIVITY = "plain_shift"  # the probe row's τ-PSI against the plain ranking
 KEYS = ("dataset", "retriever", "variant")
@@ -85,8 +85,8 @@ def channels(table: pl.DataFrame, per_query: pl.DataFrame, variants: dict[str, s
                               if variants.get(m, m) in set(part["variant"])), None)
     data = channel_rows(table, variants, refs)
     if data.is_empty():
-        return Table(data, pl.DataFrame([{"presentation channels": "none probed: no experiment's debias lists "
-                                                                     "rename@1 or skeleton@NAME"}]),
+        return Table(data, view_or_none([], "presentation channels", "none probed: no experiment's debias lists "
+                                                                     "rename@1 or skeleton@NAME"),
                      "No scorer was probed on a presentation channel (rename@1, skeleton@NAME).")
     queries = _with_channel(per_query)
     marked = set()

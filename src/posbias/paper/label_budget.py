@@ -20,7 +20,7 @@ from posbias import methods
 from posbias.debias.adaptive import FIXED
 from posbias.paper.seeds import named_variants
 from posbias.paper.stats import mean_sd
-from posbias.paper.writers import Table, fmt, fmt_sd, pyplot, save_figure
+from posbias.paper.writers import Table, fmt_sd, panels_by_group, save_figure, view_or_none
 
 GROUP = ("data", "base", "teacher")
 METRICS = (("ndcg10", "nDCG@10"), ("tau_psi", "τ-PSI"), ("jaccard", "retention Jaccard"))
@@ -62,9 +62,6 @@ def label_budget(stability: pl.DataFrame, silver_stats: pl.DataFrame, study: lis
              "label cost": str(r["label_cost"]), "seeds": str(r["seeds"]),
              **{label: fmt_sd(r[c], r[f"{c}_sd"], 3) for c, label in METRICS}}
             for r in rows.iter_rows(named=True)]
-    if not view:
-        view = [{"label budgets": "none: no pointwise run sets training.<name>.max_queries "
-                                  "(posbias.config.label_budget)"}]
     notes = ("OC-SFT's label-budget curve (its Figure 7). Labelled queries: the training queries whose silver labels "
              "the student trained on (training.<name>.max_queries, the first N by query id, else every labelled "
              "query). Teacher views: teacher passes per labelled query window (1 + T for labels over T shuffles, "
@@ -72,7 +69,8 @@ def label_budget(stability: pl.DataFrame, silver_stats: pl.DataFrame, study: lis
              "nDCG@10 (shuffled presentations), τ-PSI and retention Jaccard: K = 1, mean ± sd over seeds and test "
              "datasets. The paper's claim: OC-SFT on 1K labelled queries is stabler than order-averaged "
              "distillation on 30K × 10 views.")
-    return Table(rows, pl.DataFrame(view), notes)
+    return Table(rows, view_or_none(view, "label budgets", "none: no pointwise run sets training.<name>.max_queries "
+                                                           "(posbias.config.label_budget)"), notes)
 
 
 def label_budget_figure(stability: pl.DataFrame, silver_stats: pl.DataFrame, study: list[dict],
@@ -80,13 +78,8 @@ def label_budget_figure(stability: pl.DataFrame, silver_stats: pl.DataFrame, stu
     """Per group, retention Jaccard and τ-PSI against the label cost (log scale): one point per variant,
     a method's budgets joined by a line."""
     rows = budget_rows(stability, silver_stats, study, variants, dev)
-    plt = pyplot()
-    groups = rows.select(*GROUP).unique(maintain_order=True).rows() if rows.height else []
-    fig, axes = plt.subplots(max(len(groups), 1), 2, figsize=(10, 3.6 * max(len(groups), 1)), squeeze=False,
-                             constrained_layout=True)
-    for key, pair in zip(groups, axes):
-        part = rows.filter(pl.all_horizontal(pl.col(k) == v for k, v in zip(GROUP, key))
-                           & pl.col("label_cost").is_not_null())
+    fig, groups = panels_by_group(rows.filter(pl.col("label_cost").is_not_null()) if rows.height else rows, GROUP)
+    for key, part, pair in groups:
         for ax, (column, label) in zip(pair, METRICS[2:0:-1]):
             for (method,), line in part.group_by("label", maintain_order=True):
                 ax.plot(line["label_cost"], line[column], marker="o", ms=4, label=method)

@@ -20,7 +20,7 @@ import polars as pl
 
 from posbias.debias.adaptive import FIXED
 from posbias.paper.seeds import named_variants
-from posbias.paper.writers import Table, fmt, pyplot, save_figure
+from posbias.paper.writers import Table, fmt, panels_by_group, save_figure, view_or_none
 
 GROUP = ("data", "method", "base")
 # The correlations reported: (x, y, label); the paper's values for the first three.
@@ -96,9 +96,6 @@ def teachers(stability: pl.DataFrame, silver_stats: pl.DataFrame, study: list[di
                                 "", "", "", "", "", "", fmt(r["r"], 3),
                                 fmt(r["paper_r"], 3) if not math.isnan(r["paper_r"]) else "")))
              for r in corr.iter_rows(named=True)]
-    if not view:
-        view = [{"teachers compared": "none: no students of one method, base and training set learn from two "
-                                      "teachers in this config (posbias.config.teacher_study)"}]
     notes = ("OC-SFT's teacher comparison (its Figures 9 and 11). label nDCG@10: the teacher's anchor-view silver "
              "labels ranked against the training queries' qrels (label quality; our reading). silver-β: τ-PSI of "
              "the teacher's labels over its T + 1 views (label order consistency, lower = more consistent). The "
@@ -107,7 +104,10 @@ def teachers(stability: pl.DataFrame, silver_stats: pl.DataFrame, study: list[di
              "– with fewer than three teachers); the paper reports −0.852 (silver-β × student quality), +0.812 "
              "(label quality × student quality) and −0.528 (silver-β × label quality) over its own teachers.")
     return Table(rows.join(corr.pivot("pair", index=list(GROUP), values="r"), on=list(GROUP), how="left")
-                 if corr.height else rows, pl.DataFrame(view), notes)
+                 if corr.height else rows,
+                 view_or_none(view, "teachers compared", "none: no students of one method, base and training set "
+                                                         "learn from two teachers in this config "
+                                                         "(posbias.config.teacher_study)"), notes)
 
 
 def teachers_figure(stability: pl.DataFrame, silver_stats: pl.DataFrame, study: list[dict],
@@ -116,12 +116,8 @@ def teachers_figure(stability: pl.DataFrame, silver_stats: pl.DataFrame, study: 
     quality, one point per student labelled by teacher, Pearson's r in the title."""
     rows = teacher_rows(stability, silver_stats, study, variants, dev)
     corr = correlations(rows)
-    plt = pyplot()
-    groups = rows.select(*GROUP).unique(maintain_order=True).rows() if rows.height else []
-    fig, axes = plt.subplots(max(len(groups), 1), 2, figsize=(10, 3.6 * max(len(groups), 1)), squeeze=False,
-                             constrained_layout=True)
-    for key, (beta_ax, quality_ax) in zip(groups, axes):
-        part = rows.filter(pl.all_horizontal(pl.col(k) == v for k, v in zip(GROUP, key)))
+    fig, groups = panels_by_group(rows, GROUP)
+    for key, part, (beta_ax, quality_ax) in groups:
         r = {p: v for p, v in corr.filter(pl.all_horizontal(pl.col(k) == v for k, v in zip(GROUP, key)))
              .select("pair", "r").iter_rows()}
         for ax, column, label in ((beta_ax, "silver_beta", "silver-β × student nDCG@10"),

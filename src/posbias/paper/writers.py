@@ -26,6 +26,12 @@ class Table:
     notes: str
 
 
+def view_or_none(view: list[dict], heading: str, why: str) -> pl.DataFrame:
+    """A table's rows, or where it has none one cell under ``heading`` saying ``why`` (a table whose inputs
+    this config does not produce still renders, and says what would fill it)."""
+    return pl.DataFrame(view or [{heading: why}])
+
+
 def fmt(value: float, digits: int = 4) -> str:
     """A number to `digits` decimals for a table cell; None or NaN as an en dash."""
     return "–" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{digits}f}"
@@ -82,6 +88,16 @@ def integer_x(axes) -> None:
 
     for ax in axes:
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+
+
+def panels_by_group(rows: pl.DataFrame, keys: tuple[str, ...], columns: int = 2):
+    """A figure with a row of ``columns`` panels per distinct value of ``keys`` in ``rows`` (one empty row where
+    there is none), and per group its key, its rows and its row of axes."""
+    groups = rows.select(*keys).unique(maintain_order=True).rows() if rows.height else []
+    fig, axes = pyplot().subplots(max(len(groups), 1), columns, figsize=(5 * columns, 3.6 * max(len(groups), 1)),
+                                  squeeze=False, constrained_layout=True)
+    return fig, [(key, rows.filter(pl.all_horizontal(pl.col(k) == v for k, v in zip(keys, key))), row)
+                 for key, row in zip(groups, axes)]
 
 
 def save_figure(fig, path: str | Path, dpi: int = 120) -> None:
