@@ -4,11 +4,10 @@ The paper: "1K 标注的稳定性超过 30K 标签的 order-averaged 蒸馏" (OC
 than order-averaged distillation on 30K, whose labels each took T = 10 teacher passes). Here a comparison is one
 group of :func:`posbias.config.label_budget`: a run on the labels of only its first ``max_queries`` queries, its
 recipe on every labelled query, and the order-averaged runs from the same base, training set and teacher. Per
-variant: the labelled
-queries it trained on (its budget, at most the silver job's queries), the teacher views each took (1 + T for
-labels over T shuffles, 1 otherwise; the anchor view is labelled in both), their product (the label cost,
-in query-views), and the student's K = 1 nDCG@10, τ-PSI and retention Jaccard (mean and sd over seeds and
-test datasets).
+variant: the labelled queries it trained on (its budget, at most the silver job's queries), the teacher views
+each took (1 + T for labels over T shuffles, 1 otherwise; the anchor view is labelled in both), their product
+(the label cost, in query-views), and the student's K = 1 nDCG@10, τ-PSI and retention Jaccard (mean and sd
+over seeds and test datasets).
 """
 
 from __future__ import annotations
