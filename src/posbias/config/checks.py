@@ -16,6 +16,7 @@ from posbias.config.experiments import (
     dataset_retrievers,
     decision_targets,
     experiment_key,
+    made_here,
     needs_reader,
     orders_of,
     pool_targets,
@@ -58,7 +59,7 @@ def check_grid(config: dict) -> None:
                         )
     for name, spec in config["retrievers"].items():
         model = spec.get("model")
-        if model and model in config.get("models", {}) and not config["models"][model].get("build") \
+        if model and model in config.get("models", {}) and not made_here(config["models"][model]) \
                 and not config["models"][model].get("path"):
             raise ValueError(f"config: models.{model} needs a `path` or `build: tiny` (used by retrievers.{name})")
 
@@ -67,6 +68,30 @@ def check_grid(config: dict) -> None:
 CONFIG_CHANGES = {1: "from 1 to 2 nothing was renamed; new are reranking.capcal.placeholder_length and .variants "
                      "(debias capcal@NAME) and models.<m>.identifiers (default letters): check your CapCal "
                      "settings, then set config_version: 2"}
+
+
+def check_gguf(name: str, spec: dict, files: bool) -> None:
+    """A ``gguf:`` block names its file one way, on a causal LM that has no other source; with ``files``,
+    the file (or the parts an ``assemble`` package joins) is there (:func:`posbias.gguf.parts`)."""
+    block = spec.get("gguf")
+    if block is None:
+        return
+    where = f"config: models.{name}.gguf"
+    if spec["kind"] != "causal_lm":
+        raise ValueError(f"{where}: a GGUF file is a causal LM; set kind: causal_lm or drop `gguf`")
+    if spec.get("path") or spec.get("build"):
+        raise ValueError(f"{where}: the entry also has `{'path' if spec.get('path') else 'build'}`; give one source")
+    ways = [way for way in (("path",), ("package", "file"), ("package", "assemble")) if all(block.get(k) for k in way)]
+    if len(ways) != 1 or set(block) - {"sha256"} != set(ways[0]):
+        raise ValueError(f"{where}: name the file one way: {{package: <module>, file: <name>.gguf}}, "
+                         "{package: <module>, assemble: true} or {path: <file>.gguf}")
+    if files:
+        from posbias.gguf import parts
+
+        try:
+            parts(block, name)
+        except PosbiasError as exc:
+            raise ValueError(f"config: {exc}") from None
 
 
 def check_settings(config: dict, files: bool = True) -> None:
@@ -106,6 +131,7 @@ def check_settings(config: dict, files: bool = True) -> None:
         if path.startswith((".", "/", "~")) and not built and not Path(path).expanduser().is_dir():
             raise ValueError(f"config: models.{name}.path {path}: no such local model folder; fix the path (a hub "
                              "id has no leading ./ or /)")
+        check_gguf(name, spec, files)
         train_on = spec.get("tiny", {}).get("train_on")
         if spec.get("build") and train_on and train_on not in config["datasets"]:
             raise ValueError(f"config: models.{name}.tiny.train_on {train_on!r} is not a datasets entry; "

@@ -219,3 +219,9 @@ def ocsft_reference(config: dict) -> str | None:
 def grid(config: dict) -> list[tuple[str, str]]:
     """Every (dataset, retriever) pair the config asks for."""
     return [(ds, r) for ds in config["datasets"] for r in dataset_retrievers(config, ds)]
+
+
+def made_here(spec: dict) -> bool:
+    """Whether the workflow makes a ``models:`` entry's folder at ``posbias.paths.model(name)``: a tiny build,
+    a GGUF conversion (:mod:`posbias.gguf`) or a training run."""
+    return bool(spec.get("build") or spec.get("gguf") or spec.get("trained"))

@@ -21,7 +21,7 @@ from posbias.training import families
 def rerank_settings(config: dict, model: str, dataset: str, retriever: str, method: str, part: str) -> dict:
     """What one ``rerank`` job (a batch of orders, :func:`rerank_batches`) reads from the config, and
     nothing else: its experiment's depth and query limit, the window and step, the position protocol's
-    keys for a batch of position orders, the word budget for a model that reads passage text, and its
+    keys for a batch of position orders, the word budget (the experiment's, else ``reranking.word_budget``) for a model that reads passage text, and its
     debiasing method's settings. A job's params are exactly this and its orders, so adding an experiment
     or editing a key the job does not read reruns none of it."""
     rr = config["reranking"]
@@ -31,7 +31,7 @@ def rerank_settings(config: dict, model: str, dataset: str, retriever: str, meth
     if part.startswith(orders.prefix("position")):
         out |= {"relevant_grade": rr["relevant_grade"], "position_k": rr["position_k"]}
     if config["models"][model]["kind"] == "causal_lm":
-        out["word_budget"] = rr["word_budget"]
+        out["word_budget"] = experiment.get("word_budget", rr["word_budget"])
     if is_pointwise(config, model) and consumer_window(config, dataset):
         out["grade_window"] = consumer_window(config, dataset)
     return sorted_keys(out)

