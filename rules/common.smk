@@ -15,6 +15,7 @@ from posbias.errors import PosbiasError
 from posbias.models import resolve as resolve_model
 from posbias.provenance import ReportLine
 from posbias.rerank import ORDER_FILES
+from posbias.reproduction import claims
 
 try:
     pbconfig.check_duplicate_keys(workflow.configfiles)

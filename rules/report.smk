@@ -91,13 +91,17 @@ rule report:
 # The reproduction matrix: every figure of config/reproduction/ bound to this run's results at DAG time
 # (posbias.reproduction.plan), so the rule reads exactly the result files its figures need.
 REPRODUCTION = reproduction.plan(config)
+# The papers' directional claims (posbias.reproduction.claims): every experiment's per-query metrics
+CLAIM_FILES = claims.experiments_of(SUMMARIES)
 
 
 rule reproduction:
+    """The papers' figures beside this run (the matrix) and their directional claims on every model it reranks."""
     input:
         expected=REPRODUCTION.expected,
         identities=REPRODUCTION.identities,
         results=REPRODUCTION.files,
+        claims=[f for files in CLAIM_FILES.values() for f in files.values()],
     output:
         md=report(
             "results/tables/reproduction.md",
@@ -106,6 +110,8 @@ rule reproduction:
         ),
         csv="results/tables/reproduction.csv",
         tex="results/tables/reproduction.tex",
+        claims_csv="results/tables/claims.csv",
+        claims_tex="results/tables/claims.tex",
     log:
         "logs/tables/reproduction.log",
     benchmark:
@@ -118,5 +124,6 @@ rule reproduction:
     params:
         provenance=REPORT_LINE,
         bindings=REPRODUCTION.bindings,
+        claims=lambda w: {"|".join(key): files for key, files in CLAIM_FILES.items()},
     script:
         "../workflow/scripts/reproduction.py"

@@ -166,3 +166,15 @@ def test_retention_jaccard_reports_each_query():
     result = metrics.retention_jaccard(canonical, {"q1": {"a"}, "q2": {"c"}}, over)
     assert result["per_query"] == {"q1": 1.0, "q2": 0.0}
     assert result["jaccard"] == pytest.approx(0.5)
+
+
+def test_zengs_position_sensitivity_index_has_its_readme_known_answer():
+    from posbias.metrics import position_sensitivity_index
+
+    assert position_sensitivity_index([0.9503, 0.9246, 0.9400]) == pytest.approx(1 - 0.9246 / 0.9503)
+    assert round(position_sensitivity_index([0.9503, 0.9246]), 3) == 0.027  # their README's example
+    assert position_sensitivity_index([0.5, 0.5, 0.5]) == 0.0  # position-robust
+    assert position_sensitivity_index([0.8, 0.0]) == 1.0  # one subset scored 0
+    for bad in ([], [0.0, 0.0], [0.5, -0.1]):
+        with pytest.raises(ValueError, match="max > 0"):
+            position_sensitivity_index(bad)

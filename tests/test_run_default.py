@@ -56,12 +56,45 @@ def test_every_reranking_experiment_is_summarised(default_run):
     summary = _summary(default_run)
     assert set(summary["model"]) == {"toy-first-s1", "toy-first-s2", "toy-debiasfirst-s1", "toy-debiasfirst-s2",
                                      "tiny-gen", "sim-linear", "tiny-ocsft", "tiny-single-order", "sim-grades",
-                                     "sim-grades-steady", "sim-lists", "toy-first-vllm", "tiny-ocsft-b1", "tiny-ocsft-b5"}
+                                     "sim-grades-steady", "sim-lists", "toy-first-vllm", "tiny-ocsft-b1", "tiny-ocsft-b5",
+                                     "smollm2"}
     toy = {r["debias"]: r for r in summary.filter(pl.col("model") == "toy-first-s1").to_dicts()}
     assert set(toy) == {"none", "permsc@3"} and toy["none"]["queries"] == 100
     assert toy["none"]["prompt_tokens_per_query"] == 131  # the compact prompt, one token per word
     table = default_run.text("results", "tables", "rerank.md")
     assert "| sim-linear | dl19 | imported:bm25 | none | 43 |" in table and "| toy-first-s1 | toy | biased | permsc@3 |" in table
+
+
+def test_smollm2_is_converted_from_its_gguf_wheel_and_reranks_dl19(default_run):
+    """The real model: converted once (its GGUF's sha256 recorded), read as FIRST on 6 DL19 queries in every
+    order of its experiment, with PermSC and CapCal; its numbers are whatever it reads (nothing asserted on
+    their direction here: the claims section reports that)."""
+    record = json.loads(default_run.text("results", "models", "smollm2", "gguf.json"))
+    assert record["sha256"] == "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
+    assert record["architecture"] == "llama" and record["parameters"] == 134515008 and record["chat_template"]
+    assert record["provenance"]["rule"] == "convert_gguf"
+    summary = {r["debias"]: r for r in _summary(default_run).filter(pl.col("model") == "smollm2").to_dicts()}
+    assert set(summary) == {"none", "permsc@3", "capcal"}
+    plain = summary["none"]
+    assert plain["queries"] == 6 and plain["shuffles"] == 3 and plain["calls_per_query"] == 1.0
+    assert 900 < plain["prompt_tokens_per_query"] < 1400  # 20 passages at 30 words in SmolLM2's chat template
+    assert not math.isnan(plain["psi"]) and 0 <= plain["psi"] <= 1
+    assert summary["capcal"]["calls_per_query"] == 2.0  # one extra pass: the content-free prior
+
+
+def test_the_claims_section_tests_every_reranked_model(default_run):
+    """The reproduction table's second section: each directional claim on each experiment, holds / fails with
+    its test, or left out as not run; SmolLM2's experiment tests all four."""
+    text = default_run.text("results", "tables", "reproduction.md")
+    assert "## The papers' directional claims on this run's models" in text
+    rows = default_run.table("claims")
+    smollm2 = {r["claim"]: r for r in rows.filter(pl.col("model") == "smollm2").to_dicts()}
+    assert set(smollm2) == {"shuffling-lowers-quality", "late-positions-lose", "permsc-beats-one-list",
+                            "capcal-lifts-quality"}
+    assert all(r["mark"] in ("holds", "fails") and r["queries"] >= 5 for r in smollm2.values()), smollm2
+    assert smollm2["late-positions-lose"]["compared"] == "relevant passage at input position 1 vs 20"
+    toy = {r["claim"]: r["mark"] for r in rows.filter(pl.col("model") == "toy-first-s1").to_dicts()}
+    assert toy["shuffling-lowers-quality"] == "holds" and toy["capcal-lifts-quality"] == "not run"
 
 
 def test_the_vllm_engine_reranks_as_transformers_does(default_run):

@@ -80,6 +80,17 @@ def tau_psi(rankings: Sequence[Sequence[str]]) -> float:
     return (1.0 - sum(taus) / len(taus)) / 2.0
 
 
+def position_sensitivity_index(values: Sequence[float]) -> float:
+    """Zeng et al.'s Position Sensitivity Index, PSI = 1 − min(s)/max(s), ``values`` the metric (e.g. nDCG@10)
+    over positional subsets (the relevant passage at the beginning, middle, end, …): 0 is position-robust, 1 a
+    subset scored 0; a worst-case measure (their README: 1 − 0.9246/0.9503 = 0.027). τ-PSI (:func:`tau_psi`),
+    which the OC-SFT paper adapts from it, acts on ranks instead. ValueError unless max > 0 and none is negative."""
+    values = [float(v) for v in values]
+    if not values or max(values) <= 0 or min(values) < 0:
+        raise ValueError(f"position_sensitivity_index needs non-negative metric values with max > 0, got {values}")
+    return 1.0 - min(values) / max(values)
+
+
 def modal_flip(decisions: Sequence[Hashable]) -> float:
     """One instance's flip rate over its M presentations: 1 − the share of the presentations whose
     decision is the most frequent one (0 when all agree; (M − 1) / M at most). The OC-SFT paper's

@@ -94,7 +94,7 @@ def summarize(keys: dict[str, str], per_query: pl.DataFrame, reranked: dict[str,
                 .agg(pl.col("value").mean()).iter_rows())
     shuffled = [v for k, v in ndcg.items() if orders.is_kind(k, "shuffled")]
     psi, _ = psi_over_shuffles(reranked)
-    values = curve["target_ndcg10"].to_list()
+    values = curve.sort("position")["target_ndcg10"].to_list()  # by input position: first to last
     return pl.DataFrame([{
         **keys,
         "queries": per_query.filter(pl.col("order") == orders.ORIGINAL)["query_id"].n_unique(),
@@ -105,6 +105,7 @@ def summarize(keys: dict[str, str], per_query: pl.DataFrame, reranked: dict[str,
         "curve_spread": (max(values) - min(values)) if values else math.nan,
         "curve_first": values[0] if values else math.nan,
         "curve_last": values[-1] if values else math.nan,
+        "psi": metrics.position_sensitivity_index(values) if values and max(values) > 0 else math.nan,
         "windows": sum(s["windows"] for s in stats), "wall_seconds": sum(s["wall_seconds"] for s in stats),
         "calls_per_query": costs["calls"].mean(), "prompt_tokens_per_query": costs["prompt_tokens"].mean(),
         "seconds_per_query": costs["seconds"].mean(),

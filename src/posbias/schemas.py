@@ -125,6 +125,7 @@ RERANK_SUMMARY = pa.schema(
         ("curve_spread", pa.float64()),
         ("curve_first", pa.float64()),
         ("curve_last", pa.float64()),
+        ("psi", pa.float64()),  # Zeng et al.'s PSI over the curve's positions (posbias.metrics)
         ("windows", pa.int64()),
         ("wall_seconds", pa.float64()),
         ("calls_per_query", pa.float64()),
