@@ -87,3 +87,18 @@ def test_the_table_lists_tested_claims_with_their_quotes_and_counts_the_rest():
     assert "claims: 1 hold, 0 fail, 3 not run" in table.notes
     assert "“Unlike the baselines, whose performance reduces with randomized passage order”" in table.notes
     assert table.data.height == 4
+
+
+def test_a_right_direction_too_few_queries_cannot_show_fails_and_says_why():
+    """Three queries, all in the claimed direction: the exact one-sided test cannot go below 1/8."""
+    metrics = {"none": frame({"original": [0.9, 0.8, 0.7] + [0.5] * 5, "shuffled-0": [0.1, 0.2, 0.3] + [0.5] * 5})}
+    row = claims.check(claims.CLAIMS[0], metrics)
+    assert row["p"] == pytest.approx(1 / 8) and row["mark"] == claims.FAILS
+    assert row["note"] == "not significant (the smallest p 3 queries that differ allow: 0.125)"
+
+
+def test_every_claim_a_debiasing_method_names_is_a_claim():
+    from posbias import debias
+
+    named = {m.claim for m in debias.METHODS.values() if m.claim}
+    assert named == {"capcal-lifts-quality", "permsc-beats-one-list"} <= {c.id for c in claims.CLAIMS}

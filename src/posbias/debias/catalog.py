@@ -49,6 +49,8 @@ class DebiasMethod:
     ``function(runs, **settings)`` with those orders' runs and returning one run. ``families``: the scorers it applies to,
     ``listwise`` rerankers and/or ``pointwise`` Grades scorers (whose BSC@K the stability stage
     computes from their shuffled orders, so the permutation methods are listwise only here).
+    ``claim``: the id of the papers' directional claim that tests the method against the plain reading
+    (:mod:`posbias.reproduction.claims`), if one does.
     ``probe``: the presentation channel (``markers``, …) whose sensitivity the method's K = 1 view measures:
     its stability rows' ``plain_shift`` (the pairs that flip against the plain scorer's ranking of the same
     presentation) is that channel's τ-PSI (:mod:`posbias.paper.channels`).
@@ -65,6 +67,7 @@ class DebiasMethod:
     probe: str | None = None
     lists: Callable[[DebiasSpec], list[str]] | None = None
     combine: str | None = None
+    claim: str | None = None
 
 
 def _shuffled_lists(spec: DebiasSpec) -> list[str]:
@@ -130,9 +133,11 @@ def _capcal(base, spec, seed, settings):
 METHODS: dict[str, DebiasMethod] = {m.name: m for m in (
     DebiasMethod("none", False, "no debiasing", None, families=frozenset({"listwise", "pointwise"})),
     DebiasMethod("capcal", False, "CapCal (content-agnostic calibration){variant}", _capcal, takes_variant=True,
-                 settings=_capcal_settings, families=frozenset({"listwise", "pointwise"})),
+                 settings=_capcal_settings, families=frozenset({"listwise", "pointwise"}),
+                 claim="capcal-lifts-quality"),
     DebiasMethod("permsc", True, "PermSC@{k} (the {k} reranked shuffled lists aggregated)", None, level="list",
-                 settings=_aggregation, lists=_shuffled_lists, combine="posbias.debias.list_level:aggregate_runs"),
+                 settings=_aggregation, lists=_shuffled_lists, combine="posbias.debias.list_level:aggregate_runs",
+                 claim="permsc-beats-one-list"),
     DebiasMethod("permsc-window", True, "PermSC-window@{k} ({k} shuffles of each window aggregated)",
                  _views(f"{WRAPPERS}:PermutationDebiased", average_scores=False), settings=_aggregation),
     DebiasMethod("bsc", True, "BSC@{k} (scores averaged over {k} shuffles)",
