@@ -167,3 +167,18 @@ def test_gemma3_assembled_from_its_parts_reads_the_same_on_both_engines(windows,
         _same(hf.rank(windows[:2]), vl.rank(windows[:2]))
     finally:
         vl.engine.close()
+
+
+def test_the_zero_shot_study_config_is_valid_and_names_both_real_models():
+    """config/examples/real-llms.yaml (not run in CI): both GGUF sources, every reader, both collections."""
+    from posbias.config import load
+
+    study = load(REPO / "config" / "examples" / "real-llms.yaml", files=False)
+    sources = {name: spec["gguf"] for name, spec in study["models"].items() if "gguf" in spec}
+    assert sources == {"smollm2": SMOLLM2, "gemma3": GEMMA3}
+    read = {(spec.get("path", name), spec["mode"], spec["identifiers"]) for name, spec in study["models"].items()
+            if spec["kind"] == "causal_lm" and not spec.get("trained")}
+    assert read == {(m, mode, ids) for m in sources for mode, ids in
+                    (("first", "letters"), ("first", "numbers"), ("generation", "letters"), ("grades", "letters"))}
+    experiments = study["reranking"]["experiments"]
+    assert {e["dataset"] for e in experiments} == {"dl19", "dl20"} and len(experiments) == 16
