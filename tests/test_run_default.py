@@ -85,7 +85,7 @@ def test_smollm2_is_converted_from_its_gguf_wheel_and_reranks_dl19(default_run):
 def smollm2_readme_rows(run) -> list[str]:
     """The README's real-model table, as this run gives it (tests the README cannot go stale)."""
     summary = {r["debias"]: r for r in _summary(run).filter(pl.col("model") == "smollm2").to_dicts()}
-    curve = pl.read_parquet(run.path("results", "metrics", "rerank", "smollm2", "dl19", "imported:bm25",
+    curve = pl.read_parquet(run.path("results", "metrics", "rerank", "smollm2", "dl19-real", "imported:bm25",
                                      "none.curve.parquet")).sort("position")
     claims = {r["claim"]: r for r in run.table("claims").filter(pl.col("model") == "smollm2").to_dicts()}
     plain = summary["none"]
@@ -185,13 +185,13 @@ def test_every_reranked_run_is_also_the_same_trec_run(default_run):
 
 def test_the_compute_plan_matches_the_run_in_every_exact_order(default_run):
     check = default_run.table("plan_check")
-    assert set(check["family"]) == {"rerank", "propensity_rerank"} and check["orders"].sum() == 122
+    assert set(check["family"]) == {"rerank", "propensity_rerank"} and check["orders"].sum() == 133
     assert (check["calls_match"] == check["orders"]).all() and (check["tokens_match"] == check["orders"]).all()
     assert (check["prompt_tokens"] == check["prompt_tokens_actual"]).all() and check["prompt_tokens"].sum() > 0
     exact = check.filter(pl.col("calls_exact"))
     assert (exact["calls"] == exact["calls_actual"]).all() and set(check.filter(~pl.col("calls_exact"))["model"]) == {"tiny-gen"}
     planned = pl.read_csv(default_run.path("results", "plan", "cost.csv"))
-    assert planned.filter(pl.col("family") == "rerank")["jobs"].sum() == 30
+    assert planned.filter(pl.col("family") == "rerank")["jobs"].sum() == 33
 
 
 def test_the_debiasfirst_branch_omega_augmentation_and_continued_training(default_run):
@@ -228,7 +228,8 @@ def test_the_ocsft_branch_silver_labels_training_and_stability(default_run):
     # every listwise experiment with shuffled orders, per window-level debiasing method (PermSC@K rows on none)
     assert set(stab.filter(pl.col("family") == "listwise").select("model", "debias").iter_rows()) == {
         *((m, "none") for m in ("toy-first-s1", "toy-first-s2", "toy-debiasfirst-s1", "toy-debiasfirst-s2")),
-        *(("sim-linear", d) for d in ("none", "capcal", "capcal@exact", "bsc@3")), ("sim-lists", "none")}
+        *(("sim-linear", d) for d in ("none", "capcal", "capcal@exact", "bsc@3")), ("sim-lists", "none"),
+        ("smollm2", "none"), ("smollm2", "capcal")}
     sim = {r["k"]: r for r in stab.filter((pl.col("model") == "sim-grades") & (pl.col("budget") == "fixed")).to_dicts()}
     assert sim[1]["presentations"] == 10 and 0.05 < sim[1]["tau_psi"] and sim[1]["jaccard"] < 0.9
     assert sim[3]["jaccard"] > sim[1]["jaccard"]  # BSC over 3 shuffles steadies the retained set
