@@ -189,14 +189,13 @@ def table(rows: list[dict]):
     """The claims as a :class:`~posbias.paper.writers.Table`: numbers in the CSV, marks in the view."""
     from posbias.paper.writers import Table, fmt, view_or_none
 
-    quotes = {c.id: c for c in CLAIMS}
     data = pl.DataFrame(rows, schema_overrides={"effect": pl.Float64, "d_z": pl.Float64, "p": pl.Float64})
     view = [{"claim": r["claim"], "model": r["model"], "dataset / first stage": f"{r['dataset']} / {r['retriever']}",
              "compared": r["compared"] or "–", "queries": r["queries"], "effect (mean diff.)": fmt(r["effect"]),
              "d_z": fmt(r["d_z"], 2), "p (one-sided)": fmt(r["p"], 4),
              "mark": r["mark"] + (f": {r['note']}" if r["note"] else "")} for r in rows if r["mark"] != NOT_RUN]
     counts = {m: sum(r["mark"] == m for r in rows) for m in (HOLDS, FAILS, NOT_RUN)}
-    said = "; ".join(f"{c.id} ({c.paper}): “{c.quote}” (tested: {c.reading})" for c in quotes.values())
+    said = "; ".join(f"{c.id} ({c.paper}): “{c.quote}” (tested: {c.reading})" for c in CLAIMS)
     notes = (f"claims: {counts[HOLDS]} hold, {counts[FAILS]} fail, {counts[NOT_RUN]} not run (left out above; the "
              f"CSV lists them with the reason). A claim holds where a one-sided paired Wilcoxon signed-rank test "
              f"over queries rejects no difference at α = {ALPHA} in the stated direction; effect: the mean paired "
