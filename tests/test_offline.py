@@ -107,7 +107,7 @@ def test_the_config_checker_names_the_line_of_a_yaml_syntax_error(tmp_path):
                           "--no-files"], capture_output=True, text=True, timeout=120, env=_online_env())
     lines = out.stdout.splitlines()
     assert out.returncode == 1 and lines[0].startswith(f"{bad}:4:4: not valid YAML"), out.stdout + out.stderr
-    assert lines[1].startswith(f"{REPO / 'config' / 'config.yaml'}: ok (5 datasets"), out.stdout
+    assert lines[1].startswith(f"{REPO / 'config' / 'config.yaml'}: ok (6 datasets"), out.stdout
 
 
 IRDS = ("from posbias.data import irds\n"

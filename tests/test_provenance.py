@@ -47,11 +47,13 @@ def test_parquet_tables_and_figures_carry_the_job_record_and_the_command_prints_
 
 
 def test_the_version_is_the_changelog_release_and_the_git_tag():
-    """``posbias.__version__`` is the newest CHANGELOG release, and ``git describe`` names its tag
-    ``v<version>`` (at it, or commits after it)."""
+    """``posbias.__version__`` is the newest CHANGELOG release (the first heading other than "Unreleased",
+    where work since it is listed), and ``git describe`` names its tag ``v<version>`` (at it, or commits after
+    it)."""
     from tests.conftest import REPO
 
-    newest = next(line for line in (REPO / "CHANGELOG.md").read_text().splitlines() if line.startswith("## "))
+    newest = next(line for line in (REPO / "CHANGELOG.md").read_text().splitlines() if line.startswith("## ")
+                  and line != "## Unreleased")
     assert newest.split()[1] == __version__, newest
     import yaml
 

@@ -44,12 +44,18 @@ def test_first_stage_retrieval_on_the_synthetic_collection(default_run):
 
 
 def test_the_toy_story_first_is_position_bound_and_debiasfirst_is_not(default_run):
-    """First trained on biased orders is position-bound, DebiasFirst is not (2 seeds each)."""
+    """First trained on biased orders is position-bound; DebiasFirst keeps at most half its position effect
+    and is better under shuffles (2 seeds each).
+
+    Not "flat": the trainings are seeded but not bitwise the same across CPUs, and one seed's DebiasFirst
+    keeps a bump at one position on some machines (measured on an AMD EPYC without AVX-512: seed 1 ranks
+    the relevant passage 1.97th from input position 13, spread 0.358; seed 2 flat; the same there at 0.17.0's
+    commit, whose CI machine passed this test's old bound, a mean spread of at most 0.1)."""
     story = {r["model"]: r for r in default_run.table("position_bias").to_dicts()}
     first, debiased = story["toy-first"], story["toy-debiasfirst"]
     assert first["seeds"] == 2 and debiased["seeds"] == 2 and first["positions"] == 4
-    assert first["spread"] >= 0.5 and debiased["spread"] <= 0.1, (first, debiased)
-    assert debiased["ndcg10_shuffled"] >= first["ndcg10_shuffled"], (first, debiased)
+    assert first["spread"] >= 0.5 and debiased["spread"] <= 0.5 * first["spread"], (first, debiased)
+    assert debiased["ndcg10_shuffled"] >= first["ndcg10_shuffled"] + 0.1, (first, debiased)
 
 
 def test_every_reranking_experiment_is_summarised(default_run):
