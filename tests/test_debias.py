@@ -163,3 +163,18 @@ def test_bsc():
     assert debias.bsc({"a": [0.1, 0.9], "b": [0.6, 0.6], "c": [0.0, 0.2]}) == ["b", "a", "c"]
     assert debias.bsc({"x": [1.0], "w": [1.0]}) == ["w", "x"]
     assert debias.bsc({}) == []
+
+
+def test_a_capcal_variant_sets_the_adaptive_alphas_constants():
+    """capcal@NAME may set c and α_max (e.g. the constants the CapCal authors' released code uses, 5 and 2,
+    beside the schema's 1 and 1); the others keep reranking.capcal's, and a uniform P reaches the cap."""
+    from posbias import config
+
+    reranking = config.defaults("reranking")
+    reranking["capcal"] = {**reranking["capcal"], "variants": {"released": {"c": 5.0, "alpha_max": 2.0}}}
+    released, plain = debias.options(reranking, "capcal@released"), debias.options(reranking, "capcal")
+    assert (released["c"], released["alpha_max"], released["alpha"]) == (5.0, 2.0, None)
+    assert (plain["c"], plain["alpha_max"]) == (1.0, 1.0)
+    p = [0.5, 0.3, 0.2]
+    assert debias.capcal_alpha(p, released["c"], released["alpha_max"]) == 2.0
+    assert debias.capcal_alpha(p, plain["c"], plain["alpha_max"]) < 1.0

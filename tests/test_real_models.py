@@ -184,3 +184,26 @@ def test_the_zero_shot_study_config_is_valid_and_names_both_real_models():
                     (("first", "letters"), ("first", "numbers"), ("generation", "letters"), ("grades", "letters"))}
     experiments = study["reranking"]["experiments"]
     assert {e["dataset"] for e in experiments} == {"dl19", "dl20"} and len(experiments) == 16
+
+
+def test_the_published_study_config_holds_the_default_runs_real_model_slice():
+    """config/examples/real-llms-first.yaml (run and published in docs/results/real-llms-first) has every cell
+    of the default run's SmolLM2 experiment: the same model source, seed, window, word budget and CapCal
+    settings, its orders and debiasing methods among the study's, so that CI's rerun of the slice
+    (tests/test_run_default.py) is comparable value by value."""
+    from posbias.config import load
+
+    study = load(REPO / "config" / "examples" / "real-llms-first.yaml", files=False)
+    default = load(REPO / "config" / "config.yaml", files=False)
+    ours = next(e for e in default["reranking"]["experiments"] if e["model"] == "smollm2")
+    theirs = next(e for e in study["reranking"]["experiments"] if e["model"] == "smollm2" and e["dataset"] == "dl19")
+    assert study["models"]["smollm2"]["gguf"] == default["models"]["smollm2"]["gguf"] == SMOLLM2
+    assert study["seed"] == default["seed"] and ours["word_budget"] == study["reranking"]["word_budget"]
+    for key in ("window", "step", "relevant_grade", "position_k"):
+        assert study["reranking"][key] == default["reranking"][key], key
+    assert ours["depth"] == theirs.get("depth", study["reranking"]["depth"]) == 20
+    assert set(ours["orders"]) <= set(theirs["orders"]) and set(ours["debias"]) <= set(theirs["debias"])
+    plain = {k: v for k, v in study["reranking"]["capcal"].items() if k != "variants"}
+    assert plain == {k: v for k, v in default["reranking"]["capcal"].items() if k != "variants"}
+    released = study["reranking"]["capcal"]["variants"]["released"]
+    assert (released["c"], released["alpha_max"]) == (5.0, 2.0)
