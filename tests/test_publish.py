@@ -41,6 +41,7 @@ def _run(tmp_path: Path, records: list[dict]) -> tuple[Path, Path]:
     (run / ".snakemake" / "log").mkdir(parents=True)
     (run / ".snakemake" / "log" / "2026-12-06T030000.snakemake.log").write_text(
         "Building DAG of jobs...\n[Sun Dec  6 03:00:00 2026]\nlocalrule all:\n[Sun Dec  6 03:55:30 2026]\nDone\n")
+    (tables / "claims.csv").write_text("claim\nx\n")  # a CSV without a Markdown twin
     config = tmp_path / "study.yaml"
     config.write_text(CONFIG_TEXT)
     return run, config
@@ -55,7 +56,7 @@ def test_a_run_is_published_with_its_per_query_values_times_and_hashes(tmp_path)
     per_query = pl.read_csv(dest / publish.PER_QUERY)
     assert per_query.sort("debias")["value"].to_list() == [0.25, 0.5]  # the summaries beside them are not copied
     assert (dest / "config.yaml").read_text() == CONFIG_TEXT
-    assert sorted(manifest["files"]) == ["config.yaml", "per_query.csv", "tables/t0.csv", "tables/t0.md",
+    assert sorted(manifest["files"]) == ["config.yaml", "per_query.csv", "tables/claims.csv", "tables/t0.csv", "tables/t0.md",
                                          "tables/t1.csv", "tables/t1.md"]
     assert json.loads((dest / publish.MANIFEST).read_text()) == json.loads(json.dumps(manifest))
     readme = (dest / "README.md").read_text()

@@ -4,7 +4,7 @@ with what produced them.
 ``python -m posbias.publish RUN_DIR DEST --config CONFIG`` copies from the run's working directory (the folder
 holding ``results/``, ``benchmarks/`` and ``.snakemake/``):
 
-- every table's Markdown and CSV (``results/tables/``) and every figure's PNG (``results/figures/``);
+- every table's Markdown and every CSV (``results/tables/``) and every figure's PNG (``results/figures/``);
 - the per-query metrics of every reranking experiment, in one CSV (``per_query.csv``: model, dataset,
   retriever, order, debias, query, measure, value), the values a later run is checked against;
 - the config the run read;
@@ -104,10 +104,8 @@ def publish(run_dir: Path, dest: Path, config: Path) -> dict:
     shutil.rmtree(scratch, ignore_errors=True)
     (scratch / "tables").mkdir(parents=True)
     (scratch / "figures").mkdir()
-    for md in tables:
-        shutil.copy2(md, scratch / "tables" / md.name)
-        if md.with_suffix(".csv").is_file():
-            shutil.copy2(md.with_suffix(".csv"), scratch / "tables" / md.with_suffix(".csv").name)
+    for table in tables + sorted((run_dir / "results" / "tables").glob("*.csv")):  # claims.csv has no .md
+        shutil.copy2(table, scratch / "tables" / table.name)
     for png in figures:
         shutil.copy2(png, scratch / "figures" / png.name)
     frame.write_csv(scratch / PER_QUERY)
