@@ -102,25 +102,29 @@ def publish(run_dir: Path, dest: Path, config: Path) -> dict:
     state = _one_state(records)
     scratch = dest.with_name(f".{dest.name}.partial")
     shutil.rmtree(scratch, ignore_errors=True)
-    (scratch / "tables").mkdir(parents=True)
-    (scratch / "figures").mkdir()
-    for table in tables + sorted((run_dir / "results" / "tables").glob("*.csv")):  # claims.csv has no .md
-        shutil.copy2(table, scratch / "tables" / table.name)
-    for png in figures:
-        shutil.copy2(png, scratch / "figures" / png.name)
-    frame.write_csv(scratch / PER_QUERY)
-    shutil.copy2(config, scratch / "config.yaml")
-    files = sorted(p for p in scratch.rglob("*") if p.is_file())
-    manifest = {
-        "git_commit": state["git_commit"], "git_describe": state["git_describe"],
-        "posbias_version": state["posbias_version"], "packages": state["packages"],
-        "config": Path(config).name, "job_seconds": round(job_seconds(run_dir), 1),
-        "wall_seconds": wall_seconds(run_dir),
-        "experiments": frame.select("model", "dataset", "retriever").unique().sort("model", "dataset").rows(),
-        "files": {str(p.relative_to(scratch)): _sha256(p) for p in files},
-    }
-    (scratch / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
-    (scratch / "README.md").write_text(_readme(manifest, tables, figures), encoding="utf-8")
+    try:
+        (scratch / "tables").mkdir(parents=True)
+        (scratch / "figures").mkdir()
+        for table in tables + sorted((run_dir / "results" / "tables").glob("*.csv")):  # claims.csv has no .md
+            shutil.copy2(table, scratch / "tables" / table.name)
+        for png in figures:
+            shutil.copy2(png, scratch / "figures" / png.name)
+        frame.write_csv(scratch / PER_QUERY)
+        shutil.copy2(config, scratch / "config.yaml")
+        files = sorted(p for p in scratch.rglob("*") if p.is_file())
+        manifest = {
+            "git_commit": state["git_commit"], "git_describe": state["git_describe"],
+            "posbias_version": state["posbias_version"], "packages": state["packages"],
+            "config": Path(config).name, "job_seconds": round(job_seconds(run_dir), 1),
+            "wall_seconds": wall_seconds(run_dir),
+            "experiments": frame.select("model", "dataset", "retriever").unique().sort("model", "dataset").rows(),
+            "files": {str(p.relative_to(scratch)): _sha256(p) for p in files},
+        }
+        (scratch / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+        (scratch / "README.md").write_text(_readme(manifest, tables, figures), encoding="utf-8")
+    except BaseException:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
     if dest.exists():  # the previous publication goes only once the new one is complete
         old = dest.with_name(f".{dest.name}.old")
         shutil.rmtree(old, ignore_errors=True)
