@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from tests.conftest import REPO, snakemake
+from tests.test_published import STUDY
 
 pytestmark = pytest.mark.workflow
 
@@ -120,9 +121,6 @@ def test_the_readme_shows_this_runs_real_model_numbers(default_run):
     readme = (REPO / "README.md").read_text()
     missing = [row for row in smollm2_readme_rows(default_run) if row not in readme]
     assert not missing, "README.md's SmolLM2 table is stale; this run gives:\n" + "\n".join(missing)
-
-
-STUDY = REPO / "docs" / "results" / "real-llms-first"
 
 
 def test_the_real_model_slice_reruns_the_published_studys_cells(default_run):
