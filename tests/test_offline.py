@@ -72,6 +72,20 @@ def test_the_dry_plan_of_a_preset_counts_offline_without_retrying_the_hub(tmp_pa
     assert "Retrying" not in console and seconds < 120, (seconds, console[-3000:])
 
 
+def test_a_config_the_dry_plan_refuses_is_one_line_and_exit_status_1(tmp_path, capsys):
+    """The OC-SFT preset without the training entry its experiments name: the config check's message,
+    one line, no traceback."""
+    from posbias import dry_plan
+
+    preset = yaml.safe_load((REPO / "config" / "paper" / "ocsft.yaml").read_text())
+    preset["training"] = {"ocsft_1k": preset["training"]["ocsft_1k"]}
+    path = tmp_path / "ocsft-1k.yaml"
+    path.write_text(yaml.safe_dump(preset, sort_keys=False))
+    assert dry_plan.main([str(path), "--out", str(tmp_path / "plan")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("posbias.dry_plan: config: reranking.experiments[1].model 'ocsft' is not a models entry"), err
+
+
 @pytest.mark.workflow
 def test_a_model_or_encoder_not_in_the_cache_fails_its_job_in_one_line_with_the_fetch_command(workdir):
     """A reranker and a dense encoder whose HF ids are not cached: each job fails in seconds, naming

@@ -17,7 +17,9 @@ from posbias.models import build_tiny_causal_lm
 from posbias.rerankers import Window
 from posbias.rerankers.first import FirstReranker
 from posbias.rerankers.lm import LMSpec, identifier_token_ids
+from posbias.errors import PosbiasError
 from posbias.training import TrainSpec, train
+from posbias.training.spec import check_warmup
 from posbias.training.listwise import (
     ListwiseCollator,
     encode_instances,
@@ -259,6 +261,20 @@ def _weights(path):
     from safetensors.torch import load_file
 
     return load_file(str(Path(path) / "model.safetensors"))
+
+
+def test_a_warmup_longer_than_the_run_is_refused_before_the_first_step(setup, pointwise, tmp_path):
+    """OC-SFT's λ must reach its target: 10 warm-up steps in a 3-step run would end at λ = 1.5 of 5."""
+    spec = TrainSpec.create(method="ocsft", learning_rate=3e-3, max_steps=3, batch_size=4, grad_accum=1, save_steps=100,
+                            logging_steps=1, views=2, consistency=5.0, consistency_warmup=10)
+    with pytest.raises(PosbiasError, match=r"consistency_warmup: 10 steps .* 3 optimiser steps, so λ would end at 1.5"):
+        train(str(setup[0] / "base"), pointwise, spec, tmp_path / "work", tmp_path / "out")
+    assert not (tmp_path / "out").exists() and not list((tmp_path / "work").glob("checkpoint-*"))
+    # a method without the penalty trains whatever its warm-up says; the planned steps are checked alike
+    check_warmup("k", "single_order", 5.0, 10, 3)
+    check_warmup("k", "ocsft", 5.0, 3, 3)
+    with pytest.raises(PosbiasError, match="training.x.hyper.consistency_warmup: 500 steps .* 79 optimiser steps"):
+        check_warmup("training.x.hyper.consistency_warmup", "ocsft", 5.0, 500, 79)
 
 
 def test_ocsft_trains_and_logs_both_terms(setup, pointwise, tmp_path):

@@ -16,6 +16,7 @@ With the data at hand, ``snakemake plan`` counts exactly instead.
 from __future__ import annotations
 
 import math
+import sys
 import tempfile
 from pathlib import Path
 
@@ -178,13 +179,12 @@ def readme_block(summaries: dict[str, tuple[pl.DataFrame, str]]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> int:
     """Each config's dry plan as DIR/<config name>.md, .csv and .tex, with one summary line per config
-    on stdout; or, with ``--readme``, the README's preset table rewritten."""
+    on stdout; or, with ``--readme``, the README's preset table rewritten. A config the plan refuses (a
+    :class:`PosbiasError`, or a config check's ValueError) is one line on stderr and exit status 1."""
     import argparse
     import logging
-
-    from posbias.paper.writers import write
 
     parser = argparse.ArgumentParser(prog="python -m posbias.dry_plan", description=__doc__.splitlines()[0])
     parser.add_argument("configs", nargs="+", type=Path)
@@ -193,6 +193,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--readme", type=Path, help="rewrite this README's preset plan table")
     args = parser.parse_args(argv)
     logging.disable(logging.INFO)
+    try:
+        _main(args)
+    except (PosbiasError, ValueError) as exc:  # the config's checks raise ValueError, the plan PosbiasError
+        print(f"posbias.dry_plan: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _main(args) -> None:
+    from posbias.paper.writers import write
+
     if args.readme:
         text = args.readme.read_text()
         start, end = text.index(README_START), text.index(README_END) + len(README_END)
@@ -211,4 +222,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -19,6 +19,7 @@ from posbias.plan.token_counters import RULE_OF_THUMB, MemoTokenizer, RuleOfThum
 from posbias.rerank import Experiment, present_candidates, rerank, rerank_order, window_of
 from posbias.rerankers import Window
 from posbias.training import families
+from posbias.training.spec import check_warmup
 
 FAMILIES = ("rerank", "propensity_rerank", "silver_labels", "pool_design", "train")
 
@@ -298,6 +299,8 @@ def plan_train(config: dict, root: Path, scale=_unit, tokenizers: dict | None = 
                       listwise.head(TRAIN_SAMPLE).select("query_id", "query", "doc_ids", "texts").iter_rows()]
             grades = {}
         steps = hyper["max_steps"] if hyper["max_steps"] > 0 else math.ceil(hyper["epochs"] * n_instances / per_step)
+        check_warmup(f"training.{name}.hyper.consistency_warmup", run["method"], hyper["consistency"],
+                     hyper["consistency_warmup"], steps)
         lists = steps * per_step
         counting = counting_reranker(config, run["base_model"], grades, config["reranking"]["word_budget"], root,
                                      tokenizers)

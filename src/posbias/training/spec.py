@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from posbias import methods
+from posbias.errors import PosbiasError
 from posbias.methods import TrainingMethod
 from posbias.training import families
 from posbias.training.families import TrainingFamily
@@ -89,3 +90,14 @@ class TrainSpec:
     def family(self) -> TrainingFamily:
         """The registry entry of the method's family: its inputs, batches and objective."""
         return families.get(self.kind.family)
+
+
+def check_warmup(key: str, method: str, consistency: float, warmup: int, steps: int) -> None:
+    """Refuse a λ warm-up longer than the run: λ would never reach ``consistency`` (the OC-SFT paper's
+    "λ 前 500 步从 0 线性升到目标" on a run of fewer than 500 steps trains a weaker penalty than it names).
+    ``key`` names the config key; ``steps`` is the run's optimiser steps (planned, or the trainer's)."""
+    if methods.get(method).consistency and consistency > 0 and warmup > steps:
+        raise PosbiasError(f"{key}: {warmup} steps of λ warm-up but the run has {steps} "
+                           f"optimiser steps, so λ would end at {consistency * steps / warmup:.2g} instead of "
+                           f"{consistency:g}; set consistency_warmup to at most {steps} (docs/fidelity.md, OC-SFT's "
+                           "warm-up)")

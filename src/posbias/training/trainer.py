@@ -16,6 +16,7 @@ import polars as pl
 import torch
 
 from posbias import registry
+from posbias.training.spec import check_warmup
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +47,13 @@ def trainer_class():
                         collator.epoch = int(state.epoch or 0)
 
                 self.add_callback(EpochToCollator())
+
+            class WarmupWithinRun(TrainerCallback):
+                def on_train_begin(self, args, state, control, **kwargs):
+                    check_warmup(f"the {spec.method} run's hyper.consistency_warmup", spec.method, spec.consistency,
+                                 spec.consistency_warmup, state.max_steps)
+
+            self.add_callback(WarmupWithinRun())
 
         def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
             loss, parts, outputs = self.objective(model, inputs, self)
