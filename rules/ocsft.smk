@@ -61,7 +61,7 @@ rule stability:
     params:
         orders=lambda w: stability_orders(w),
         ocsft={k: config["ocsft"][k] for k in ("bsc_k", "grid_points", "presentations", "adaptive")},
-        relevant_grade=config["reranking"]["relevant_grade"],
+        relevant_grade=lambda w: pbconfig.relevant_grade(config, w.dataset),
         combine=lambda w: stability_combine(w),
     script:
         "../workflow/scripts/stability.py"
@@ -95,7 +95,7 @@ rule decisions:
         orders=lambda w: stability_orders(w),
         consumer=lambda w: pbconfig.consumer_of(config, w.dataset),
         ocsft={k: config["ocsft"][k] for k in ("grid_points", "presentations")},
-        relevant_grade=config["reranking"]["relevant_grade"],
+        relevant_grade=lambda w: pbconfig.relevant_grade(config, w.dataset),
         reader=lambda w: reader_settings() if pbconfig.needs_reader(config, w.dataset) else None,
         word_budget=config["reranking"]["word_budget"],
         device=config["device"],

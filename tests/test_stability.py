@@ -110,6 +110,29 @@ def test_matched_rate_is_the_relevant_share_and_reads_the_same_presentations(col
     assert row["retained"] == pytest.approx(metrics.retention_jaccard(canonical, relevant, over)["retained"])
 
 
+def test_binary_qrels_count_grade_one_as_relevant_under_a_graded_threshold(coll):
+    """OC-SFT's preset sets one relevant grade, 2, for collections graded 0–3 (TREC DL) and binary ones (BEIR):
+    capped at a collection's top grade, binary qrels still have relevant passages, so the F1-tuned retention
+    threshold and its Jaccard are computed on them instead of on the score tail (NaN on 0.17.0)."""
+    from posbias.config import relevant_grade
+    from posbias.data.collection import relevance_threshold
+    from posbias.stability import relevant_sets
+
+    c, _ = coll
+    scorer = SimulatedGrader(grades_by_query(c.qrels), window=10, noise=0.3, order_noise=1.0, seed=3)
+    runs, qrels = scored_runs(coll, scorer, 4)
+    binary = qrels.with_columns(pl.col("relevance").clip(0, 1))
+    assert qrels["relevance"].max() == 3 and binary["relevance"].max() == 1
+    assert relevant_sets(binary, 2) == relevant_sets(binary, 1) != {}
+    assert relevant_sets(qrels, 2) != relevant_sets(qrels, 1)  # graded qrels keep the threshold
+    at_two, _ = stability_table(runs[0], runs[1:], binary, 2, [1], KEYS, COST)
+    at_one, _ = stability_table(runs[0], runs[1:], binary, 1, [1], KEYS, COST)
+    assert at_two.equals(at_one) and math.isfinite(at_two["jaccard"][0]) and at_two["matched_rate"][0] > 0
+    assert [relevance_threshold(2, top) for top in (None, 1, 2, 3)] == [2, 1, 2, 2]
+    config = {"reranking": {"relevant_grade": 2}, "datasets": {"dl19": {}, "scifact": {"relevant_grade": 1}}}
+    assert (relevant_grade(config, "dl19"), relevant_grade(config, "scifact")) == (2, 1)
+
+
 def test_a_single_presentation_has_no_stability():
     from posbias.stability import bsc_presentations
 

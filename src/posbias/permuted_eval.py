@@ -12,6 +12,7 @@ import numpy as np
 import polars as pl
 
 from posbias import metrics, orders
+from posbias.data.collection import relevance_threshold, top_grade
 from posbias.debias import CAPCAL_COUNTERS
 
 
@@ -57,7 +58,8 @@ def position_curve(reranked: dict[str, pl.DataFrame], first_stage: pl.DataFrame,
     the top 10), target_mrr its reciprocal rank, target_rank its mean rank; ndcg10 is the ordinary
     nDCG@10 (all qrels) of that condition, passed in as ``ndcg``.
     """
-    relevant = (qrels.filter(pl.col("relevance") >= (relevant_grade or 0))
+    threshold = 0 if relevant_grade is None else relevance_threshold(relevant_grade, top_grade(qrels))
+    relevant = (qrels.filter(pl.col("relevance") >= threshold)
                 .group_by("query_id", maintain_order=True).agg(pl.col("doc_id")))
     relevant_sets = {q: set(d) for q, d in zip(relevant["query_id"].to_list(), relevant["doc_id"].to_list())}
     first = rankings_by_query(first_stage)

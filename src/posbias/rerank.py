@@ -20,7 +20,7 @@ import pyarrow as pa
 from tqdm import tqdm
 
 from posbias import config, debias, orders, schemas
-from posbias.data.collection import passage_texts
+from posbias.data.collection import passage_texts, relevance_threshold
 from posbias.errors import PosbiasError
 from posbias.rerankers import Reranker, Window
 from posbias.runs import strictly_decreasing
@@ -233,11 +233,12 @@ def rerank_order(base: Reranker, order_name: str, method: str, settings: dict, s
     both call this, so the plan counts exactly the windows the job reranks.
     """
     order = orders.parse(order_name)
+    best = max((g for q in data.grades.values() for g in q.values()), default=None)
+    relevant_grade = settings.get("relevant_grade")
+    relevant_grade = None if relevant_grade is None else relevance_threshold(relevant_grade, best)
     shown = present_candidates(data.first_stage, data.queries, data.corpus, data.grades, order, seed,
-                               settings["depth"], settings.get("relevant_grade"), settings.get("position_k"),
-                               settings["queries"])
+                               settings["depth"], relevant_grade, settings.get("position_k"), settings["queries"])
     if order.kind == "position" and shown.not_applicable and not shown.lists:
-        best = max((g for q in data.grades.values() for g in q.values()), default=None)
         raise PosbiasError(f"reranking.relevant_grade {settings['relevant_grade']}: no query of {data.name} has a passage graded "
                            f"that high in its top {settings['position_k']} (the qrels' highest grade is {best}), so "
                            f"{order} has nothing to move; lower reranking.relevant_grade")

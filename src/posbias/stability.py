@@ -44,6 +44,7 @@ import polars as pl
 import pyarrow as pa
 
 from posbias import metrics, schemas
+from posbias.data.collection import relevance_threshold, top_grade
 from posbias.debias import AGGREGATE_LISTS, AVERAGE_SCORES
 from posbias.debias.adaptive import ADAPTIVE, FIXED, adaptive_bsc, adaptive_permsc
 from posbias.runs import canonical
@@ -57,8 +58,10 @@ def scores_by_query(run: pl.DataFrame) -> dict[str, dict[str, float]]:
 
 
 def relevant_sets(qrels: pl.DataFrame, relevant_grade: int) -> dict[str, set[str]]:
-    """Each query's documents graded at least ``relevant_grade``."""
-    rel = qrels.filter(pl.col("relevance") >= relevant_grade).group_by("query_id", maintain_order=True).agg("doc_id")
+    """Each query's documents graded at least ``relevant_grade``, capped at the collection's top grade
+    (:func:`posbias.data.collection.relevance_threshold`: binary qrels count grade 1)."""
+    threshold = relevance_threshold(relevant_grade, top_grade(qrels))
+    rel = qrels.filter(pl.col("relevance") >= threshold).group_by("query_id", maintain_order=True).agg("doc_id")
     return {q: set(d) for q, d in rel.iter_rows()}
 
 

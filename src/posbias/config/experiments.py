@@ -63,6 +63,13 @@ def consumer_of(config: dict, dataset: str) -> str:
     return config["datasets"][dataset].get("consumer", consumers.PASSAGE_RERANKING)
 
 
+def relevant_grade(config: dict, dataset: str) -> int:
+    """The configured "relevant" grade of ``dataset``: its ``datasets.<name>.relevant_grade``, else
+    ``reranking.relevant_grade``. A job caps it at the collection's top qrels grade
+    (:func:`posbias.data.collection.relevance_threshold`), so binary qrels count grade 1 as relevant."""
+    return config["datasets"][dataset].get("relevant_grade", config["reranking"]["relevant_grade"])
+
+
 def needs_reader(config: dict, dataset: str) -> bool:
     """Whether ``dataset``'s consumer reads retention sets with a reader (and needs gold answers)."""
     return consumers.get(consumer_of(config, dataset)).reader

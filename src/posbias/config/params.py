@@ -10,6 +10,7 @@ from posbias.config.experiments import (
     find_experiment,
     is_pointwise,
     orders_for,
+    relevant_grade,
     silver_shuffles,
     silver_teacher,
     variant_of,
@@ -29,7 +30,7 @@ def rerank_settings(config: dict, model: str, dataset: str, retriever: str, meth
     out = {"depth": experiment.get("depth", rr["depth"]), "queries": experiment.get("queries"),
            "window": rr["window"], "step": rr["step"], "debias": debias.options(rr, method)}
     if part.startswith(orders.prefix("position")):
-        out |= {"relevant_grade": rr["relevant_grade"], "position_k": rr["position_k"]}
+        out |= {"relevant_grade": relevant_grade(config, dataset), "position_k": rr["position_k"]}
     if config["models"][model]["kind"] == "causal_lm":
         out["word_budget"] = experiment.get("word_budget", rr["word_budget"])
     if is_pointwise(config, model) and consumer_window(config, dataset):
@@ -53,7 +54,7 @@ def position_settings(config: dict, model: str, dataset: str, retriever: str, de
     experiment = find_experiment(config, model, dataset, retriever)
     if not any(orders.is_kind(o, "position") for o in orders_for(config, experiment, debias)):
         return {}
-    return {"position_k": rr["position_k"], "relevant_grade": rr["relevant_grade"]}
+    return {"position_k": rr["position_k"], "relevant_grade": relevant_grade(config, dataset)}
 
 
 # Trainer settings that change how a run is logged and checkpointed, not the model it trains: the train

@@ -61,6 +61,20 @@ def passage_texts(corpus: pl.DataFrame) -> dict[str, str]:
     return {d: f"{t} {x}".strip() for d, t, x in corpus.select("doc_id", "title", "text").iter_rows()}
 
 
+def relevance_threshold(configured: int, top_grade: int | None) -> int:
+    """The grade from which a passage counts as relevant in a collection whose qrels top out at
+    ``top_grade``: the configured grade (``datasets.<name>.relevant_grade``, else
+    ``reranking.relevant_grade``), capped at the top grade, so that binary qrels (BEIR's: 0/1) have relevant
+    passages under a threshold set for graded ones (TREC DL's 0–3, where 2 is "relevant"). Without
+    qrels (``top_grade`` None) the configured grade stands. The papers are silent (docs/fidelity.md)."""
+    return configured if top_grade is None else max(1, min(configured, top_grade))
+
+
+def top_grade(qrels: pl.DataFrame) -> int | None:
+    """The highest grade in ``qrels``, None for none."""
+    return None if qrels.is_empty() else int(qrels["relevance"].max())
+
+
 def grades_by_query(qrels: pl.DataFrame) -> dict[str, dict[str, int]]:
     """query id -> {doc id: grade}."""
     grades: dict[str, dict[str, int]] = {}
