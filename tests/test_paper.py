@@ -480,7 +480,7 @@ def test_teachers_put_label_quality_and_silver_beta_beside_their_students_with_p
     assert math.isnan(pearson([0.1, 0.1, 0.1], [0.2, 0.3, 0.4]))  # a constant side has no r
     table_out = paper.build("teachers", stability=table, silver_stats=silver, teacher_study=study, variants=variants,
                             dev=None)
-    assert "| train · single_order · grader | so-fair | fair | 0.950 | 0.000 | 0.900 |" in \
+    assert "| train · single_order · grader | so-fair | fair | toy | 0.950 | 0.000 | 0.900 |" in \
         paper.write(table_out, tmp_path / "teachers", "t")[0].read_text()
 
 
@@ -551,6 +551,32 @@ def test_the_label_budget_puts_each_student_at_its_labelled_queries_times_teache
     paper.draw("label_budget", tmp_path / "budget.png", stability=table, silver_stats=silver, label_budget=study,
                variants=variants, dev=None)
     assert (tmp_path / "budget.png").stat().st_size > 0
+
+
+def test_students_are_compared_on_the_datasets_all_of_them_ran_on():
+    """OC-SFT's teachers and label budgets: the self-distilled student ran on an easy and a hard collection,
+    the open teacher's and the 1K-label students on the easy one only, so each group averages the easy one
+    (on 0.17.0 the first student's mean took in the hard collection and the comparison read its difficulty)."""
+    from posbias.paper.label_budget import budget_rows
+    from posbias.paper.teachers import teacher_rows
+
+    def rows(model, dataset, jaccard):
+        return _stability_rows(model, dataset, 0.1, jaccard)[0]
+
+    table = pl.concat([rows("own", "easy", 0.9), rows("own", "hard", 0.3), rows("open", "easy", 0.8),
+                       rows("k1", "easy", 0.85)]).with_columns(pl.col("k").cast(pl.Int32), debias=pl.lit("none"))
+    silver = pl.DataFrame({"dataset": "train", "teacher": ["own", "open"], "shuffles": [10, 10], "queries": [800, 800],
+                           "label_ndcg10": [0.7, 0.8], "silver_beta": [0.4, 0.2], "label_sd": 0.1})
+    teachers = [{"variant": v, "method": "single_order", "data": "train", "base": "b", "teacher": t}
+                for v, t in (("own", "own"), ("open", "open"))]
+    by = {r["variant"]: r for r in teacher_rows(table, silver, teachers, {}).iter_rows(named=True)}
+    assert by["own"]["jaccard"] == pytest.approx(0.9) and by["own"]["datasets"] == "easy" == by["open"]["datasets"]
+    budget = [{"variant": v, "method": "ocsft", "data": "train", "base": "b", "teacher": "own", "shuffles": 0,
+               "max_queries": q} for v, q in (("own", None), ("k1", 100))]
+    by = {r["variant"]: r for r in budget_rows(table, silver, budget, {}).iter_rows(named=True)}
+    assert by["own"]["jaccard"] == pytest.approx(0.9) and by["k1"]["jaccard"] == pytest.approx(0.85)
+    alone = {r["variant"]: r for r in teacher_rows(table, silver, teachers[:1], {}).iter_rows(named=True)}
+    assert alone["own"]["jaccard"] == pytest.approx(0.6) and alone["own"]["datasets"] == "easy, hard"
 
 
 def test_one_checkpoint_across_widths_reports_latency_saved_against_b1():

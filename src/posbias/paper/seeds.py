@@ -19,6 +19,22 @@ def named_variants(frame: pl.DataFrame, variants: dict[str, str]) -> pl.DataFram
     return frame.with_columns(variant=pl.col("model").replace_strict(variants, default=pl.col("model")))
 
 
+def on_shared_datasets(plain: pl.DataFrame, study: list[dict], group: tuple[str, ...]) -> pl.DataFrame:
+    """``plain`` (rows with ``variant`` and ``dataset``) kept, for each group of ``study`` (its entries' values
+    of ``group``), to the datasets every variant of the group was measured on, with a ``shared`` column naming
+    them: a comparison across students must not average one over DL19 and DL20 and another over 16 collections
+    (dataset difficulty would pass for a teacher's or a budget's effect). A variant in several groups keeps
+    each group's rows (``group_key``)."""
+    frames = []
+    for key in dict.fromkeys(tuple(s[k] for k in group) for s in study):
+        names = [s["variant"] for s in study if tuple(s[k] for k in group) == key]
+        measured = [set(plain.filter(pl.col("variant") == v)["dataset"].to_list()) for v in names]
+        shared = sorted(set.intersection(*measured)) if measured and all(measured) else []
+        frames.append(plain.filter(pl.col("variant").is_in(names) & pl.col("dataset").is_in(shared))
+                      .with_columns(group_key=pl.lit(" · ".join(map(str, key))), shared=pl.lit(", ".join(shared))))
+    return pl.concat(frames) if frames else plain.with_columns(group_key=pl.lit(""), shared=pl.lit(""))
+
+
 def per_query(metrics: pl.DataFrame, measure: str = "nDCG@10") -> pl.DataFrame:
     return metrics.filter(pl.col("measure") == measure)
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import polars as pl
 
 from posbias.debias.adaptive import FIXED
-from posbias.paper.seeds import named_variants
+from posbias.paper.seeds import named_variants, on_shared_datasets
 from posbias.paper.writers import Table, fmt, panels_by_group, save_figure, view_or_none
 
 GROUP = ("data", "method", "base")
@@ -39,12 +39,15 @@ def teacher_rows(stability: pl.DataFrame, silver_stats: pl.DataFrame, study: lis
     plain = named_variants(stability.filter((pl.col("k") == 1) & (pl.col("budget") == FIXED)
                                             & (pl.col("debias") == "none") & (pl.col("dataset") != (dev or ""))),
                            variants)
+    plain = on_shared_datasets(plain, study, GROUP)
     rows = []
     for s in study:
         labels = (silver_stats.filter((pl.col("dataset") == s["data"]) & (pl.col("teacher") == s["teacher"]))
                   .sort("shuffles", descending=True))
-        own = plain.filter(pl.col("variant") == s["variant"])
-        row = {k: s[k] for k in (*GROUP, "variant", "teacher")} | {"seeds": own["model"].n_unique()}
+        own = plain.filter((pl.col("variant") == s["variant"])
+                           & (pl.col("group_key") == " · ".join(str(s[k]) for k in GROUP)))
+        row = {k: s[k] for k in (*GROUP, "variant", "teacher")} | {
+            "seeds": own["model"].n_unique(), "datasets": own["shared"][0] if own.height else ""}
         for column in ("label_ndcg10", "silver_beta", "label_sd"):
             row[column] = float(labels[column][0]) if labels.height else math.nan
         for column in ("ndcg10", "tau_psi", "jaccard"):
@@ -86,21 +89,22 @@ def teachers(stability: pl.DataFrame, silver_stats: pl.DataFrame, study: list[di
     quality and stability, then each group's correlations beside the paper's."""
     rows = teacher_rows(stability, silver_stats, study, variants, dev)
     corr = correlations(rows)
-    columns = ("training set · method · base", "student", "teacher", "label nDCG@10", "silver-β", "student nDCG@10",
-               "student τ-PSI", "student Jaccard", "Pearson r", "paper's r")
-    view = [dict(zip(columns, (f"{r['data']} · {r['method']} · {r['base']}", r["variant"], r["teacher"],
+    columns = ("training set · method · base", "student", "teacher", "test datasets", "label nDCG@10", "silver-β",
+               "student nDCG@10", "student τ-PSI", "student Jaccard", "Pearson r", "paper's r")
+    view = [dict(zip(columns, (f"{r['data']} · {r['method']} · {r['base']}", r["variant"], r["teacher"], r["datasets"],
                                *(fmt(r[c], 3) for c in ("label_ndcg10", "silver_beta", "ndcg10", "tau_psi", "jaccard")),
                                "", "")))
             for r in rows.iter_rows(named=True)]
-    view += [dict(zip(columns, (f"{r['data']} · {r['method']} · {r['base']}", f"{r['pair']} ({r['teachers']} teachers)",
-                                "", "", "", "", "", "", fmt(r["r"], 3),
+    view += [dict(zip(columns, (f"{r['data']} · {r['method']} · {r['base']}", f"{r['pair']} (n = {r['teachers']} teachers)",
+                                "", "", "", "", "", "", "", fmt(r["r"], 3),
                                 fmt(r["paper_r"], 3) if not math.isnan(r["paper_r"]) else "")))
              for r in corr.iter_rows(named=True)]
     notes = ("OC-SFT's teacher comparison (its Figures 9 and 11). label nDCG@10: the teacher's anchor-view silver "
              "labels ranked against the training queries' qrels (label quality; our reading). silver-β: τ-PSI of "
              "the teacher's labels over its T + 1 views (label order consistency, lower = more consistent). The "
              "student's nDCG@10 (shuffled presentations), τ-PSI and retention Jaccard are K = 1 means over its "
-             "seeds and test datasets. Pearson r over a group's teachers (a teacher's students at their mean; "
+             "seeds and the test datasets every student of its group was measured on (test datasets), so no "
+             "teacher's students are averaged over easier collections than another's. Pearson r over a group's teachers (a teacher's students at their mean; "
              "– with fewer than three teachers); the paper reports −0.852 (silver-β × student quality), +0.812 "
              "(label quality × student quality) and −0.528 (silver-β × label quality) over its own teachers.")
     return Table(rows.join(corr.pivot("pair", index=list(GROUP), values="r"), on=list(GROUP), how="left")
