@@ -112,7 +112,7 @@ def test_matched_rate_is_the_relevant_share_and_reads_the_same_presentations(col
 
 def test_binary_qrels_count_grade_one_as_relevant_under_a_graded_threshold(coll):
     """OC-SFT's preset sets one relevant grade, 2, for collections graded 0–3 (TREC DL) and binary ones (BEIR):
-    capped at a collection's top grade, binary qrels still have relevant passages, so the F1-tuned retention
+    binary qrels count grade 1, so they still have relevant passages, so the F1-tuned retention
     threshold and its Jaccard are computed on them instead of on the score tail (NaN on 0.17.0)."""
     from posbias.config import relevant_grade
     from posbias.data.collection import relevance_threshold
@@ -129,6 +129,7 @@ def test_binary_qrels_count_grade_one_as_relevant_under_a_graded_threshold(coll)
     at_one, _ = stability_table(runs[0], runs[1:], binary, 1, [1], KEYS, COST)
     assert at_two.equals(at_one) and math.isfinite(at_two["jaccard"][0]) and at_two["matched_rate"][0] > 0
     assert [relevance_threshold(2, top) for top in (None, 1, 2, 3)] == [2, 1, 2, 2]
+    assert relevance_threshold(5, 2) == 5  # a graded collection keeps what it is told (a position order refuses it)
     config = {"reranking": {"relevant_grade": 2}, "datasets": {"dl19": {}, "scifact": {"relevant_grade": 1}}}
     assert (relevant_grade(config, "dl19"), relevant_grade(config, "scifact")) == (2, 1)
 

@@ -58,8 +58,8 @@ def scores_by_query(run: pl.DataFrame) -> dict[str, dict[str, float]]:
 
 
 def relevant_sets(qrels: pl.DataFrame, relevant_grade: int) -> dict[str, set[str]]:
-    """Each query's documents graded at least ``relevant_grade``, capped at the collection's top grade
-    (:func:`posbias.data.collection.relevance_threshold`: binary qrels count grade 1)."""
+    """Each query's documents graded at least ``relevant_grade`` (binary qrels: at least 1,
+    :func:`posbias.data.collection.relevance_threshold`)."""
     threshold = relevance_threshold(relevant_grade, top_grade(qrels))
     rel = qrels.filter(pl.col("relevance") >= threshold).group_by("query_id", maintain_order=True).agg("doc_id")
     return {q: set(d) for q, d in rel.iter_rows()}

@@ -65,8 +65,8 @@ def consumer_of(config: dict, dataset: str) -> str:
 
 def relevant_grade(config: dict, dataset: str) -> int:
     """The configured "relevant" grade of ``dataset``: its ``datasets.<name>.relevant_grade``, else
-    ``reranking.relevant_grade``. A job caps it at the collection's top qrels grade
-    (:func:`posbias.data.collection.relevance_threshold`), so binary qrels count grade 1 as relevant."""
+    ``reranking.relevant_grade``. A job reading binary qrels counts grade 1 as relevant instead
+    (:func:`posbias.data.collection.relevance_threshold`)."""
     return config["datasets"][dataset].get("relevant_grade", config["reranking"]["relevant_grade"])
 
 

@@ -63,11 +63,11 @@ def passage_texts(corpus: pl.DataFrame) -> dict[str, str]:
 
 def relevance_threshold(configured: int, top_grade: int | None) -> int:
     """The grade from which a passage counts as relevant in a collection whose qrels top out at
-    ``top_grade``: the configured grade (``datasets.<name>.relevant_grade``, else
-    ``reranking.relevant_grade``), capped at the top grade, so that binary qrels (BEIR's: 0/1) have relevant
-    passages under a threshold set for graded ones (TREC DL's 0–3, where 2 is "relevant"). Without
-    qrels (``top_grade`` None) the configured grade stands. The papers are silent (docs/fidelity.md)."""
-    return configured if top_grade is None else max(1, min(configured, top_grade))
+    ``top_grade``: 1 for binary qrels (BEIR's 0/1), so they have relevant passages under a threshold set for
+    graded ones (TREC DL's 0–3, where 2 is "relevant"); else the configured grade
+    (``datasets.<name>.relevant_grade``, else ``reranking.relevant_grade``), which a graded collection must
+    reach (a position order refuses a grade above its qrels'). The papers are silent (docs/fidelity.md)."""
+    return 1 if top_grade == 1 else configured
 
 
 def top_grade(qrels: pl.DataFrame) -> int | None:
