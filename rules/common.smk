@@ -25,6 +25,8 @@ try:
     pbconfig.validate(config)  # config/schema.yaml, its defaults filled
     for skipped in pbconfig.prepare(config):
         print(f"posbias: dataset {skipped!r} is optional and its files are missing; skipped", file=sys.stderr)
+    for notice in pbconfig.notices(config):
+        print(f"posbias: notice: {notice}", file=sys.stderr)
     pbplan.check_throughput(config)  # before any job: a failed plan job would remove the last good plan
 except (ValueError, PosbiasError) as exc:
     raise WorkflowError(str(exc)) from None

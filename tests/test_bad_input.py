@@ -353,6 +353,21 @@ CASES = [
         **LISTWISE, "candidates": [{"docid": f"d{i}", "text": f"t{i}"} for i in range(21)],
         "ranking": [f"d{i}" for i in range(21)]}) + "\n"},
      "in/listwise.jsonl:1: 21 candidates, more than the 20 identifiers [A]…[T] of a First prompt", "job"),
+    # --- the features of 0.15-0.17 (issue 56): inputs that passed without a word
+    ("ema-decay-without-ema-teacher", "listwise", _training(hyper={"ema_decay": 0.9}), {},
+     "training.t.hyper.ema_decay: method 'first' has no EMA teacher, so the decay would be ignored", "early"),
+    ("adaptive-cap-beyond-shuffles", "imported", lambda c: _set(c, "reranking.experiments.0.orders",
+                                                               ["original", "shuffled-0", "shuffled-1"])
+     and _set(c, "ocsft.adaptive", {"caps": [5]}), {},
+     "ocsft.adaptive.caps [5]: an adaptive budget draws at most K of an experiment's shuffled orders, and no "
+     "experiment has more than 2", "early"),
+    ("adaptive-depth-beyond-lists", "imported", lambda c: _set(c, "reranking.experiments.0.orders",
+                                                              ["original", "shuffled-0", "shuffled-1"])
+     and _set(c, "ocsft.adaptive", {"caps": [2], "depth": 10}), {},
+     "ocsft.adaptive.depth 10 watches the top 10 of reranking.experiments[0]'s 2 candidates", "early"),
+    ("frontier-reference-unscored", "imported", lambda c: _set(c, "models.other", dict(SIM))
+     and _set(c, "frontier.references", ["other"]), {},
+     "frontier.references names 'other', which no reranking.experiments entry scores", "early"),
     # --- model specs and data-dependent settings (the reranking job)
     ("relevant-grade-above-qrels", "imported", lambda c: _set(c, "reranking.relevant_grade", 5), {},
      "reranking.relevant_grade 5: no query of mine has a passage graded that high", "job"),

@@ -23,6 +23,26 @@ def test_default_and_example_configs_are_valid():
             pbconfig.check_grid(cfg)
 
 
+def test_adaptive_budgets_are_checked_where_the_config_asks_for_them_and_a_stuck_one_is_a_notice():
+    """The schema's default caps ([10]) ask for nothing: a config whose experiments have 3 shuffles validates;
+    a cap beyond every experiment's shuffles set by the user is refused; a patience that needs more draws than
+    a cap is a notice."""
+    cfg = copy.deepcopy(DEFAULT)
+    del cfg["ocsft"]["adaptive"]
+    cfg["reranking"]["experiments"] = [e for e in cfg["reranking"]["experiments"] if e["model"] == "smollm2"]
+    pbconfig.validate(cfg)
+    assert cfg["ocsft"]["adaptive"]["caps"] == [10] and pbconfig.notices(cfg) == []
+    cfg = copy.deepcopy(DEFAULT)
+    cfg["ocsft"]["adaptive"] = {"caps": [13]}
+    with pytest.raises(ValueError, match=r"ocsft.adaptive.caps \[13\]: .* no experiment has more than 12"):
+        pbconfig.validate(cfg)
+    cfg = copy.deepcopy(DEFAULT)
+    cfg["ocsft"]["adaptive"] = {"caps": [2, 6], "patience": 2}
+    pbconfig.validate(cfg)
+    assert pbconfig.notices(cfg) == ["ocsft.adaptive.patience 2 needs 3 draws to stop, more than the cap [2]: those "
+                                     "adaptive rows can never stop early"]
+
+
 def test_mistyped_key_gets_a_suggestion():
     cfg = copy.deepcopy(DEFAULT)
     cfg["datasets"]["synthetic"]["sourse"] = cfg["datasets"]["synthetic"].pop("source")

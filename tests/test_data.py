@@ -201,6 +201,16 @@ def test_sample_queries_keeps_a_seeded_sample_of_judged_queries():
     assert sorted(a.queries["query_id"]) != sorted(full.queries["query_id"])[:10]  # a sample, not the first ten
 
 
+def test_sample_queries_samples_a_listwise_training_sets_instances(shared_data):
+    """On 0.17.0 a listwise set's ``sample_queries`` was ignored: every instance was kept."""
+    spec = {"path": str(shared_data / "msmarco-train-sample/msmarco.json"), "format": "tevatron", "n_candidates": 20,
+            "source": "listwise", "sample_queries": 30}
+    coll = data.load("m", spec, seed=1)
+    assert coll.listwise.height == 30 and set(coll.listwise["query_id"]) == set(coll.queries["query_id"])
+    assert set(coll.qrels["query_id"]) <= set(coll.queries["query_id"])
+    assert data.load("m", spec, seed=1).listwise.equals(coll.listwise)
+
+
 def _conversation(qid, query, passages, answer, style):
     ids = [str(i + 1) if style == "numeric" else chr(65 + i) for i in range(len(passages))]
     user = (f"I will provide you with {len(passages)} passages, each indicated by a numerical identifier []. "

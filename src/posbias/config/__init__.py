@@ -19,6 +19,7 @@ Every name is importable from ``posbias.config`` as before the split.
 
 from posbias.config.checks import (
     CONFIG_CHANGES,
+    check_adaptive,
     check_consumers,
     check_experiment_data,
     check_experiments,
@@ -26,6 +27,7 @@ from posbias.config.checks import (
     check_settings,
     load,
     main,
+    notices,
     prepare,
     validate,
 )
@@ -97,7 +99,8 @@ from posbias.config.schema_defaults import (
 )
 
 __all__ = [
-    "CONFIG_CHANGES", "IMPORTED_PREFIX", "SCHEMA", "TRAIN_OPERATIONAL", "base_pairs", "sorted_keys", "check_consumers",
+    "CONFIG_CHANGES", "IMPORTED_PREFIX", "SCHEMA", "TRAIN_OPERATIONAL", "base_pairs", "sorted_keys", "check_adaptive",
+    "check_consumers", "notices",
     "check_duplicate_keys", "check_experiment_data", "check_experiments", "check_files", "check_grid", "check_hyper",
     "check_settings", "made_here", "consumer_of", "consumer_window", "data_settings", "dataset_files", "dataset_retrievers",
     "decision_targets", "defaults", "drop_unavailable", "entry_defaults", "expand_bases", "expand_seeds",

@@ -66,9 +66,14 @@ def load_qrels(path: str, queries: pl.DataFrame, corpus: pl.DataFrame) -> pl.Dat
 
 
 def sample_queries(coll: Collection, n: int, seed: int) -> Collection:
-    """The collection with a seeded sample of ``n`` of its judged queries (and only their qrels); all
-    queries when it has fewer. The corpus is kept whole (retrieval searches all of it)."""
-    judged = sorted(set(coll.qrels["query_id"].to_list()) & set(coll.queries["query_id"].to_list()))
-    keep = set(fisher_yates(judged, seed)[:n])
+    """The collection with a seeded sample of ``n`` of its judged queries (and only their qrels and
+    listwise training instances); all queries when it has fewer. A listwise training set samples its
+    instances' queries (it may have no qrels). The corpus is kept whole (retrieval searches all of it)."""
+    if coll.listwise is not None:
+        pool = set(coll.listwise["query_id"].to_list()) & set(coll.queries["query_id"].to_list())
+    else:
+        pool = set(coll.qrels["query_id"].to_list()) & set(coll.queries["query_id"].to_list())
+    keep = set(fisher_yates(sorted(pool), seed)[:n])
     return replace(coll, queries=coll.queries.filter(pl.col("query_id").is_in(keep)),
-                   qrels=coll.qrels.filter(pl.col("query_id").is_in(keep)))
+                   qrels=coll.qrels.filter(pl.col("query_id").is_in(keep)),
+                   listwise=None if coll.listwise is None else coll.listwise.filter(pl.col("query_id").is_in(keep)))
