@@ -90,7 +90,10 @@ rule report:
 
 # The reproduction matrix: every figure of config/reproduction/ bound to this run's results at DAG time
 # (posbias.reproduction.plan), so the rule reads exactly the result files its figures need.
-REPRODUCTION = reproduction.plan(config)
+try:
+    REPRODUCTION = reproduction.plan(config)
+except (ValueError, PosbiasError) as exc:  # a reproduction file's one line, not the DAG's traceback
+    raise WorkflowError(str(exc)) from None
 # The papers' directional claims (posbias.reproduction.claims): every experiment's per-query metrics
 CLAIM_FILES = claims.experiments_of(SUMMARIES)
 

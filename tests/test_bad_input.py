@@ -365,9 +365,15 @@ CASES = [
                                                               ["original", "shuffled-0", "shuffled-1"])
      and _set(c, "ocsft.adaptive", {"caps": [2], "depth": 10}), {},
      "ocsft.adaptive.depth 10 watches the top 10 of reranking.experiments[0]'s 2 candidates", "early"),
+    ("identities-missing", "trec", lambda c: _set(c, "reproduction.identities", "in/nope.yaml"), {},
+     "reproduction.identities: in/nope.yaml is a file neither in the working directory nor in the workflow",
+     "early"),
     ("frontier-reference-unscored", "imported", lambda c: _set(c, "models.other", dict(SIM))
      and _set(c, "frontier.references", ["other"]), {},
      "frontier.references names 'other', which no reranking.experiments entry scores", "early"),
+    ("corpus-nul-byte", "trec", None, {"corpus.tsv": CORPUS.replace("gamma delta", "gamma\x00delta")},
+     "(topics in/topics.tsv, qrels in/qrels.txt, corpus in/corpus.tsv): a NUL byte in 1 passage(s) (e.g. doc 'd2')",
+     "job"),
     # --- model specs and data-dependent settings (the reranking job)
     ("relevant-grade-above-qrels", "imported", lambda c: _set(c, "reranking.relevant_grade", 5), {},
      "reranking.relevant_grade 5: no query of mine has a passage graded that high", "job"),
@@ -389,7 +395,8 @@ APPENDED = {"dup-yaml-key": "retrievers: {}\n", "yaml-syntax": "evaluation:\n  m
 RERANK_FAILURES = {"relevant-grade-above-qrels", "unknown-hf-model"}
 # One end-to-end `snakemake -n` per kind of early message (config, data file, model file) proves the
 # one-line console form; every other early case calls the same checks in process.
-EARLY_END_TO_END = {"typo-top-level", "topics-missing", "model-path-missing", "throughput-negative-rate"}
+EARLY_END_TO_END = {"typo-top-level", "topics-missing", "model-path-missing", "throughput-negative-rate",
+                    "identities-missing"}
 
 
 def _write_files(folder: Path, files: dict) -> None:

@@ -143,6 +143,13 @@ def test_gold_answers_from_a_file_and_for_the_toy(tmp_path):
     assert answers.best_passages(corpus, qrels).to_dicts() == [{"query_id": "q", "answers": ["y"]}]
     with pytest.raises(PosbiasError, match="without gold answers"):
         answers.load("x", {"source": "trec"}, corpus, qrels)
+    # a judged query the file has no line for would count as a wrong answer: refused (silent on 0.17.0)
+    path.write_text(json.dumps({"query_id": "q", "answers": ["y"]}) + "\n")
+    two = pl.concat([qrels, pl.DataFrame({"query_id": ["r"], "doc_id": ["a"], "relevance": [1]})])
+    assert answers.load("x", {"source": "trec", "answers": str(path)}, corpus, qrels).height == 1
+    with pytest.raises(PosbiasError, match=r"answers.jsonl: no answers for 1 of the dataset's judged queries \(e.g. 'r'\) "
+                                           r"\(datasets.x.answers\)"):
+        answers.load("x", {"source": "trec", "answers": str(path)}, corpus, two)
 
 
 def _qa_config(**dataset):

@@ -147,6 +147,14 @@ def test_a_missing_environment_and_the_grades_scorer_are_one_line_errors(tiny):
     spec.vllm["python"] = "/nonexistent/python"
     with pytest.raises(PosbiasError, match="vllm.python /nonexistent/python does not exist"):
         FirstReranker(spec).rank(_windows(1))
+    # an environment without vLLM: the engine process dies at its import; one line with its last words and
+    # where it ran (0.17.0 named neither vllm.python nor where to look)
+    import sys
+
+    spec.vllm["python"] = sys.executable
+    with pytest.raises(PosbiasError, match=r"vLLM engine for .* exited \(code 1\): ModuleNotFoundError: No module named "
+                                           r"'vllm' \(it ran in .*, the models entry's vllm.python"):
+        FirstReranker(spec).rank(_windows(1))
     cfg = config.load(REPO / "config" / "config.yaml")
     cfg["models"]["tiny-grades"]["engine"] = "vllm"
     with pytest.raises(ValueError, match="models.tiny-grades.engine vllm: mode grades runs on transformers only"):

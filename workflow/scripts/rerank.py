@@ -26,6 +26,9 @@ with logged(sm, "rerank") as log:
         log.info("%d orders kept from an interrupted run of this job", folder.resumed)
     if pending:  # the model loads only if there is something to rerank
         hub.require(sm.params.model_path, f"models.{sm.wildcards.model}.path")
+        if sm.params.model["kind"] == "causal_lm":
+            hub.require_causal_lm(sm.params.model_path, f"models.{sm.wildcards.model}.path",
+                                  sm.params.model.get("trust_remote_code", False))
         start = time.perf_counter()
         base = rerankers.build(sm.params.model, sm.params.model_path, grades, seed, sm.params.device,
                                rr.get("word_budget"))

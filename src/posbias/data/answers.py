@@ -62,7 +62,12 @@ def best_passages(corpus: pl.DataFrame, qrels: pl.DataFrame) -> pl.DataFrame:
 def load(name: str, spec: dict, corpus: pl.DataFrame, qrels: pl.DataFrame, home: str | None = None) -> pl.DataFrame:
     """The gold answers of dataset ``name`` (see the module docstring)."""
     if "answers" in spec:
-        return from_file(spec["answers"], f"datasets.{name}.answers")
+        table = from_file(spec["answers"], f"datasets.{name}.answers")
+        missing = sorted(set(qrels["query_id"].to_list()) - set(table["query_id"].to_list()))
+        if missing:  # the reader's answer to such a query would count as wrong, not as unanswerable
+            raise PosbiasError(f"{spec['answers']}: no answers for {len(missing)} of the dataset's judged queries "
+                               f"(e.g. {missing[0]!r}) (datasets.{name}.answers); add a line per judged query")
+        return table
     if spec["source"] == "irds":
         return from_irds(spec["id"], home)
     if spec["source"] == "toy":

@@ -99,6 +99,11 @@ def check(coll: Collection, source: str) -> Collection:
             f"{source}: {dups.height} doc ids occur more than once in the corpus (e.g. {examples}); "
             "doc ids must be unique: deduplicate the corpus file"
         )
+    nul = coll.corpus.filter(pl.any_horizontal(pl.col(c).str.contains("\x00", literal=True)
+                                               for c in ("text", "title") if c in coll.corpus.columns))
+    if nul.height:  # a NUL is a corrupt byte, not text: tokenizers and prompts would carry it silently
+        raise PosbiasError(f"{source}: a NUL byte in {nul.height} passage(s) (e.g. doc {nul['doc_id'][0]!r}); "
+                           "the corpus file is corrupt there: remove the NUL bytes (e.g. tr -d '\\000')")
     dup_q = coll.queries.group_by("query_id", maintain_order=True).len().filter(pl.col("len") > 1)
     if dup_q.height:
         raise PosbiasError(

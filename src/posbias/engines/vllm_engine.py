@@ -50,6 +50,7 @@ class VllmEngine(Engine):
         self.spec, self.tokenizer = spec, tokenizer
         self.mode: str | None = None  # vLLM's logprobs_mode, set when the process starts
         self._process: subprocess.Popen | None = None
+        self._python: Path | None = None  # the environment the worker runs in (``vllm.python``)
         self._log: collections.deque[str] = collections.deque(maxlen=20)  # the worker's last stderr lines
 
     @classmethod
@@ -95,6 +96,7 @@ class VllmEngine(Engine):
             raise PosbiasError(f"models entry {self.spec.path}: vllm.python {python} does not exist; run "
                                "./posbias.sh demo (it creates .venv-vllm) or point vllm.python at an environment "
                                "with vLLM (README, 'The vLLM engine')")
+        self._python = python
         # no usage report to stats.vllm.ai: compute nodes are often offline, and a job sends nowhere
         env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": str(self.spec.vllm["kv_cache_gib"]), "VLLM_NO_USAGE_STATS": "1"}
         self._process = subprocess.Popen([str(python), str(WORKER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -129,7 +131,8 @@ class VllmEngine(Engine):
         if not line:
             code = self._process.wait()
             last = next((x for x in reversed(self._log) if "Error" in x), self._log[-1] if self._log else "")
-            raise PosbiasError(f"vLLM engine for {self.spec.path} exited (code {code}): {last.strip()}")
+            raise PosbiasError(f"vLLM engine for {self.spec.path} exited (code {code}): {last.strip()} (it ran in "
+                               f"{self._python}, the models entry's vllm.python; its log is this job's)")
         reply = json.loads(line)
         if isinstance(reply, dict) and "error" in reply:
             raise PosbiasError(f"vLLM engine for {self.spec.path}: {reply['error']}")

@@ -44,8 +44,15 @@ class Names:
 
 
 def load(path: str | Path) -> dict:
-    """The identities file as a dict (sections ``collections``, ``groups``, ``retrievers``, ``models``)."""
-    doc = yaml.safe_load(Path(path).read_text())
+    """The identities file as a dict (sections ``collections``, ``groups``, ``retrievers``, ``models``);
+    ValueError with one line for a file that is missing or not YAML."""
+    try:
+        doc = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise ValueError(f"reproduction.identities: cannot read {path} ({str(exc).splitlines()[0]}); point it at "
+                         "an identities file (the default: config/reproduction/identities.yaml)") from None
+    if not isinstance(doc, dict):
+        raise ValueError(f"{path}: the identities file needs the mappings `collections:`, `retrievers:`, `models:`")
     for section in ("collections", "retrievers", "models"):
         if not isinstance(doc.get(section), dict):
             raise ValueError(f"{path}: needs a mapping `{section}:`")

@@ -185,6 +185,10 @@ def plan(config: dict) -> Plan:
     settings = config["reproduction"]
     expected = [str(workflow_path(p)) for p in settings["expected"]]
     identities = str(workflow_path(settings["identities"]))
+    if not Path(identities).is_file():
+        raise ValueError(f"reproduction.identities: {settings['identities']} is a file neither in the working "
+                         "directory nor in the workflow; point it at an identities file (the default: "
+                         "config/reproduction/identities.yaml)")
     names = resolve(config, load_identities(identities))
     files_made = available(config)
     bindings = {figure.id: bind(figure, names, files_made) for figure in load(expected)}
