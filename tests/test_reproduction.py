@@ -109,6 +109,14 @@ def test_gain_wins_variance_and_peak_by_hand():
     # against PermSC@3 (one list, 0.35) every seed: 0.5 only -> 1
     permsc = {**versus, "debias": "permsc@3"}
     assert statistics.rerank_wins(RERANK, _bound(units="shuffles", order="shuffled", versus=[permsc])).values == [1.0]
+    # run i against PermSC over the first i shuffles (DebiasFirst's Figure 5): seed 0 against b's plain shuffle 0
+    # (0.2 < 0.4), seed 1 against PermSC@2 (0.5 > 0.25), seed 2 against PermSC@3 (0.3 < 0.35) -> 1 of 3
+    per_run = {**versus, "debias": "permsc@run"}
+    bound = _bound(units="shuffles", order="shuffled", versus=[per_run])
+    assert statistics.rerank_wins(RERANK, bound).values == [1.0]
+    files = statistics.STATISTICS["rerank_wins"].files(bound, {"results/metrics/rerank/b/d1/r/permsc@2.parquet"})
+    assert files[0].endswith("a/d1/r/none.parquet") and files[1].endswith("b/d1/r/none.parquet")
+    assert files[2].endswith("b/d1/r/permsc@2.parquet") and len(files) == 3
     # by datasets: d1 a 0.3 > b 0.1, d2 a 0.6 < b 0.7 -> 1 of 2
     both = _bound(units="datasets", cells=[("d1", "r"), ("d2", "r")], versus=[{**versus, "cells": [("d1", "r"), ("d2", "r")]}])
     assert statistics.rerank_wins(RERANK, both).values == [1.0]

@@ -80,6 +80,24 @@ def _list_level(method: str) -> bool:
         return False
 
 
+# A ``versus`` system's debias in rerank_wins over shuffles: at shuffle seed s, its PermSC over the first s + 1
+# reranked shuffles (K = s + 1; K = 1 is its plain run on shuffle s), as Figure 5 of DebiasFirst indexes its
+# lines by shuffle order.
+PERMSC_PER_RUN = "permsc@run"
+
+
+def _wins_files(bound: dict, available: set[str]) -> list[str]:
+    """rerank_wins' files: each system's, and for a ``versus`` read at :data:`PERMSC_PER_RUN`, its plain file and
+    every list-level PermSC@K file the run has for it."""
+    out = []
+    for system in _systems(bound):
+        if system.get("debias") == PERMSC_PER_RUN:
+            out += _permsc_files({**system, "debias": "none"}, available)
+        else:
+            out += _files("rerank")({k: v for k, v in system.items() if k != "versus"}, available)
+    return list(dict.fromkeys(out))
+
+
 def _permsc_files(bound: dict, available: set[str]) -> list[str]:
     """The plain system's file and every list-level aggregation (PermSC@K) file the run has for it."""
     plain = _files("rerank")(bound, available)
@@ -205,7 +223,8 @@ def rerank_wins(frame: pl.DataFrame, bound: dict) -> Measured:
     queries, Holm-corrected over collections × compared systems, says so at 0.05); ``units: shuffles``
     counts the shuffle seeds of one collection where its mean beats the compared system's on the same
     seed, or the compared system's one value where that has no shuffled orders (PermSC over the
-    shuffles: one aggregated list)."""
+    shuffles: one aggregated list), or at seed s its PermSC over the first s + 1 shuffles
+    (:data:`PERMSC_PER_RUN`)."""
     values, units = [], 0
     for model in bound["models"]:
         if bound["units"] == "shuffles":
@@ -225,6 +244,14 @@ def rerank_wins(frame: pl.DataFrame, bound: dict) -> Measured:
 def _versus_per_shuffle(frame, versus, cell, measure, mine) -> dict[int, float]:
     seeds = {}
     for model in versus["models"]:
+        if versus["debias"] == PERMSC_PER_RUN:
+            plain = per_shuffle(frame, model, cell, "none", measure)
+            own = {s: plain[s] if s == 0 else system_value(frame, model, cell, f"permsc@{s + 1}", orders.ORIGINAL,
+                                                            measure)
+                   for s in mine if s in plain}
+            for s, v in own.items():
+                seeds.setdefault(s, []).append(v)
+            continue
         own = per_shuffle(frame, model, cell, versus["debias"], measure)
         if not own:
             flat = system_value(frame, model, cell, versus["debias"], orders.ORIGINAL, measure)
@@ -369,7 +396,7 @@ STATISTICS: dict[str, Statistic] = {
     "rerank": Statistic("rerank", _RERANK, ("debias",), rerank, _files("rerank")),
     "rerank_gain": Statistic("rerank", (*_RERANK, "versus"), ("debias",), rerank_gain, _files("rerank")),
     "rerank_wins": Statistic("rerank", (*_RERANK, "versus", "units"), ("debias", "significant"), rerank_wins,
-                             _files("rerank"), power=0),
+                             _wins_files, power=0),
     "rerank_variance": Statistic("rerank", (*_CELL, "model", "measure"), ("debias",), rerank_variance,
                                  _files("rerank"), power=2),
     "permsc_peak": Statistic("rerank", (*_CELL, "model", "measure"), (), permsc_peak, _permsc_files, power=0),
