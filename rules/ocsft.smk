@@ -368,6 +368,7 @@ rule frontier:
         provenance=REPORT_LINE,
         variants={target[0]: pbconfig.variant_of(config["training"], target[0]) for target in STABILITY_TARGETS},
         references=config["frontier"]["references"],
+        settings=pbconfig.pointwise_settings(config),
         widths=pbconfig.served_widths(config),
         tables={
             "frontier": "table",

@@ -111,7 +111,7 @@ def test_gain_wins_variance_and_peak_by_hand():
     assert statistics.rerank_wins(RERANK, _bound(units="shuffles", order="shuffled", versus=[permsc])).values == [1.0]
     # run i against PermSC over the first i shuffles (DebiasFirst's Figure 5): seed 0 against b's plain shuffle 0
     # (0.2 < 0.4), seed 1 against PermSC@2 (0.5 > 0.25), seed 2 against PermSC@3 (0.3 < 0.35) -> 1 of 3
-    per_run = {**versus, "debias": "permsc@run"}
+    per_run = {**versus, "debias": "aggregate@run"}
     bound = _bound(units="shuffles", order="shuffled", versus=[per_run])
     assert statistics.rerank_wins(RERANK, bound).values == [1.0]
     files = statistics.STATISTICS["rerank_wins"].files(bound, {"results/metrics/rerank/b/d1/r/permsc@2.parquet"})

@@ -50,6 +50,7 @@ class TrainingMethod:
     anchor: bool = True  # pointwise: only view 0 is supervised (False: every view, the no-anchor ablation)
     markers: str = "fixed"  # pointwise: how the views label their slots (MARKERS)
     ema_teacher: bool = False  # pointwise: the penalty's centre is an EMA mean teacher's (posbias.training.ema)
+    ours: bool = False  # our construction of a baseline a paper names without its form: tables print the label
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
@@ -97,7 +98,7 @@ METHODS: dict[str, TrainingMethod] = {m.name: m for m in (
                    "baseline, our construction (the OC-SFT paper names DebiasFirst without its pointwise form): "
                    "supervised term weighted by the teacher's inverse slot propensity, clipped and normalised to "
                    "mean 1; no Pos-Aug, no rank loss",
-                   ips=True, shuffled_silver=True),
+                   ips=True, shuffled_silver=True, ours=True),
     TrainingMethod("ocsft_ema", "pointwise", "OC-SFT, EMA mean teacher",
                    "ablation: OC-SFT whose penalty ties every view to an EMA mean teacher's mean score over the "
                    "views instead of the student's own", consistency=True, views="anchor+permutations",

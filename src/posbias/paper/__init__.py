@@ -148,7 +148,7 @@ TABLES: dict[str, PaperTable] = {
                                ("position_ranks",), augmentation_table, rule="augmentation_report"),
     "stability": PaperTable(
         "Pointwise scorers: quality vs decision stability (OC-SFT)",
-        ("stability", "stability_queries", "train_seconds", "variants", "reference", "dev"), stability,
+        ("stability", "stability_queries", "train_seconds", "variants", "reference", "dev", "settings"), stability,
         rule="stability_table"),
     "ocsft_settings": PaperTable(
         "OC-SFT settings: consistency weight λ, views N and the anchor", ("stability", "variants", "settings", "dev"),
@@ -168,7 +168,8 @@ TABLES: dict[str, PaperTable] = {
         ("stability", "base_pairs", "variants", "dev"), _bases_table, rule="stability_table"),
     "frontier": PaperTable(
         "Every method on one frontier: quality, decision stability and cost per query",
-        ("stability_queries", "stability", "variants", "references", "decisions"), frontier, rule="frontier"),
+        ("stability_queries", "stability", "variants", "references", "decisions", "settings"), frontier,
+        rule="frontier"),
     "adaptive_savings": PaperTable(
         "Calls an adaptive permutation budget saves against fixed K at equal quality and stability",
         ("stability_queries", "stability", "variants", "decisions"), adaptive_savings, rule="frontier"),

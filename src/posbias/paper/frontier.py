@@ -21,7 +21,7 @@ import polars as pl
 
 from posbias.debias import AGGREGATE_LISTS, AVERAGE_SCORES, shuffle_combine
 from posbias.debias.adaptive import ADAPTIVE, FIXED, label
-from posbias.paper.seeds import named_variants
+from posbias.paper.seeds import named_variants, shown
 from posbias.paper.stats import ALPHA, holm_by_metric, mean_sd, paired_against, significant
 from posbias.paper.writers import Table, fmt, fmt_sd, pyplot, save_figure
 
@@ -135,7 +135,7 @@ def frontier_tests(per_query: pl.DataFrame, variants: dict[str, str], references
 
 
 def frontier(per_query: pl.DataFrame, stability: pl.DataFrame, variants: dict[str, str], references: list[str],
-             decisions: pl.DataFrame | None = None) -> Table:
+             decisions: pl.DataFrame | None = None, settings: dict[str, dict] | None = None) -> Table:
     """The frontier table: per dataset, every (model, method) a config measures stability for, cheapest
     first, with quality, stability, flips, cost and the two fronts; † marks a difference from the
     reference significant after Holm's correction."""
@@ -154,7 +154,8 @@ def frontier(per_query: pl.DataFrame, stability: pl.DataFrame, variants: dict[st
         reference = refs.get((r["dataset"], r["retriever"]))
         view.append({
             "dataset": f"{r['dataset']} · {r['retriever']}", "family": r["family"],
-            "model": r["variant"] + (" (ref.)" if r["variant"] == reference and r["method"] == "none" else ""),
+            "model": shown(r["variant"], settings or {})
+                     + (" (ref.)" if r["variant"] == reference and r["method"] == "none" else ""),
             "method": r["method"], "seeds": str(r["seeds"]), "queries": str(r["queries"]),
             "calls/query": fmt(r["calls"], 1), "tokens/query": fmt(r["tokens"], 0),
             "nDCG@10 shuffled": cell("ndcg10"), "τ-PSI": cell("tau_psi"), "retention Jaccard": cell("jaccard"),

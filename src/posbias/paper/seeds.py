@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from posbias import methods
 from posbias.config import variant_of
 
 
@@ -33,6 +34,15 @@ def on_shared_datasets(plain: pl.DataFrame, study: list[dict], group: tuple[str,
         frames.append(plain.filter(pl.col("variant").is_in(names) & pl.col("dataset").is_in(shared))
                       .with_columns(group_key=pl.lit(" · ".join(map(str, key))), shared=pl.lit(", ".join(shared))))
     return pl.concat(frames) if frames else plain.with_columns(group_key=pl.lit(""), shared=pl.lit(""))
+
+
+def shown(variant: str, settings: dict[str, dict]) -> str:
+    """A variant as a table prints it: its name, and for our construction of a baseline the paper names without
+    its form (:attr:`posbias.methods.TrainingMethod.ours`) its method's label beside it, so that a reader never
+    takes it for the paper's method. ``settings``: the rule's {variant: {"method": …}}
+    (:func:`posbias.config.pointwise_settings`)."""
+    method = settings.get(variant, {}).get("method")
+    return f"{variant} [{methods.get(method).label}]" if method and methods.get(method).ours else variant
 
 
 def per_query(metrics: pl.DataFrame, measure: str = "nDCG@10") -> pl.DataFrame:

@@ -9,7 +9,7 @@ import polars as pl
 
 from posbias.debias import AGGREGATE_LISTS, AVERAGE_SCORES
 from posbias.debias.adaptive import ADAPTIVE, FIXED
-from posbias.paper.seeds import named_variants
+from posbias.paper.seeds import named_variants, shown
 from posbias.paper.stats import ALPHA, holm_by_metric, mean_sd, paired_against, significant
 from posbias.paper.writers import Table, fmt, fmt_sd
 
@@ -79,7 +79,8 @@ def _dataset_means(means: pl.DataFrame) -> pl.DataFrame:
 
 
 def stability(table: pl.DataFrame, per_query: pl.DataFrame, train_seconds: dict[str, float],
-              variants: dict[str, str] | None = None, reference: str | None = None, dev: str | None = None) -> Table:
+              variants: dict[str, str] | None = None, reference: str | None = None, dev: str | None = None,
+              settings: dict[str, dict] | None = None) -> Table:
     """The OC-SFT table: per variant (a training entry's seeds, mean ± sd) and dataset, K = 1 rows (the
     plain scorers) then BSC@K rows; a mean over datasets when there are several; † marks a K = 1
     difference from ``reference`` (OC-SFT) significant after Holm's correction. The held-out ``dev``
@@ -95,7 +96,7 @@ def stability(table: pl.DataFrame, per_query: pl.DataFrame, train_seconds: dict[
     view_rows = []
     for r in ordered.iter_rows(named=True):
         name = f"{r['dataset']} · {r['retriever']}" if r["retriever"] else r["dataset"]
-        row = {"variant": r["variant"], "dataset": name,
+        row = {"variant": shown(r["variant"], settings or {}), "dataset": name,
                "K": k_label(r["k"], r["budget"]), "seeds": str(r["seeds"]), "queries (M)": f"{r['queries']} ({r['presentations']})"}
         for column, label in SEED_COLUMNS.items():
             mark = "†" if r["k"] == 1 and (r["variant"], r["dataset"], column) in marked else ""

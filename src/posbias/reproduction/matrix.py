@@ -22,7 +22,8 @@ from posbias.paper.writers import Table
 from posbias.reproduction.expected import Expected, load
 from posbias.reproduction.identity import Names, resolve
 from posbias.reproduction.identity import load as load_identities
-from posbias.reproduction.statistics import SCHEMAS, STATISTICS, Measured, NotRun, available
+from posbias.reproduction.files import SCHEMAS, available
+from posbias.reproduction.statistics import STATISTICS, Measured, NotRun
 
 OK, DIFFERS, NOT_RUN = "OK", "differs", "not run"
 WORKFLOW = Path(__file__).resolve().parents[3]  # the checkout: config/reproduction/ ships there

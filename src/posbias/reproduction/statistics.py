@@ -15,19 +15,22 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import polars as pl
 
-from posbias import config as pbconfig
-from posbias import debias, orders, paths
+from posbias import debias, orders
 from posbias.debias.adaptive import FIXED
 from posbias.paper.pool_figures import pool_summary
 from posbias.paper.stats import ALPHA, holm, mean_sd, paired_pvalue
-
-SCHEMAS = {"retrieval": "metrics", "rerank": "rerank_metrics", "stability": "stability", "decisions": "decisions",
-           "pool": "pool", "propensity": "propensity_samples", "listwise": "listwise"}
+from posbias.reproduction.files import (
+    AGGREGATE_PER_RUN,
+    aggregate_files,
+    list_level,
+    of_kind,
+    systems,
+    wins_files,
+)
 
 
 class NotRun(Exception):
@@ -40,72 +43,6 @@ class Measured:
 
     values: list[float]
     note: str = ""
-
-
-def path(source: str, model: str | None = None, dataset: str | None = None, retriever: str | None = None,
-         debias: str | None = None) -> str:
-    """Where the workflow writes ``source``'s results for one system (the rules' own paths)."""
-    return {
-        "retrieval": paths.retrieval_metrics(dataset, retriever),
-        "rerank": paths.rerank_metrics(model, dataset, retriever, debias),
-        "stability": paths.stability(model, dataset, retriever, debias),
-        "decisions": paths.decisions(model, dataset, retriever),
-        "pool": paths.pool(model, dataset, retriever),
-        "propensity": paths.propensity(model, "samples"),
-        "listwise": paths.data(dataset, "listwise"),
-    }[source]
-
-
-def _systems(bound: dict) -> list[dict]:
-    """The bound condition and each of its ``versus`` conditions."""
-    return [bound, *bound.get("versus", [])]
-
-
-def _files(source: str, debias_default: str | None = "none") -> Callable[[dict, set[str]], list[str]]:
-    def files(bound: dict, available: set[str]) -> list[str]:
-        out = []
-        for system in _systems(bound):
-            for model in system.get("models") or [None]:
-                for dataset, retriever in system.get("cells") or [(None, None)]:
-                    out.append(path(source, model, dataset, retriever, system.get("debias", debias_default)))
-        return list(dict.fromkeys(out))
-    return files
-
-
-def _list_level(method: str) -> bool:
-    """Whether a debias value aggregates K reranked lists into one (PermSC over the shuffles)."""
-    try:
-        return debias.parse(method).level == "list"
-    except ValueError:
-        return False
-
-
-# A ``versus`` system's debias in rerank_wins over shuffles: at shuffle seed s, its PermSC over the first s + 1
-# reranked shuffles (K = s + 1; K = 1 is its plain run on shuffle s), as Figure 5 of DebiasFirst indexes its
-# lines by shuffle order.
-PERMSC_PER_RUN = "permsc@run"
-
-
-def _wins_files(bound: dict, available: set[str]) -> list[str]:
-    """rerank_wins' files: each system's, and for a ``versus`` read at :data:`PERMSC_PER_RUN`, its plain file and
-    every list-level PermSC@K file the run has for it."""
-    out = []
-    for system in _systems(bound):
-        if system.get("debias") == PERMSC_PER_RUN:
-            out += _permsc_files({**system, "debias": "none"}, available)
-        else:
-            out += _files("rerank")({k: v for k, v in system.items() if k != "versus"}, available)
-    return list(dict.fromkeys(out))
-
-
-def _permsc_files(bound: dict, available: set[str]) -> list[str]:
-    """The plain system's file and every list-level aggregation (PermSC@K) file the run has for it."""
-    plain = _files("rerank")(bound, available)
-    (dataset, retriever), = bound["cells"]
-    more = [f for m in bound["models"] for f in available
-            if Path(f).parent == Path(paths.rerank_metrics(m, dataset, retriever)).parent
-            and _list_level(Path(f).name.removesuffix(".parquet"))]
-    return plain + sorted(more)
 
 
 @dataclass(frozen=True)
@@ -244,18 +181,12 @@ def rerank_wins(frame: pl.DataFrame, bound: dict) -> Measured:
 def _versus_per_shuffle(frame, versus, cell, measure, mine) -> dict[int, float]:
     seeds = {}
     for model in versus["models"]:
-        if versus["debias"] == PERMSC_PER_RUN:
-            plain = per_shuffle(frame, model, cell, "none", measure)
-            own = {s: plain[s] if s == 0 else system_value(frame, model, cell, f"permsc@{s + 1}", orders.ORIGINAL,
-                                                            measure)
-                   for s in mine if s in plain}
-            for s, v in own.items():
-                seeds.setdefault(s, []).append(v)
-            continue
-        own = per_shuffle(frame, model, cell, versus["debias"], measure)
-        if not own:
-            flat = system_value(frame, model, cell, versus["debias"], orders.ORIGINAL, measure)
-            own = {s: flat for s in mine}
+        if versus["debias"] == AGGREGATE_PER_RUN:  # seed s: the aggregate over shuffles 0 … s (K = 1: shuffle 0)
+            by_k = {1: per_shuffle(frame, model, cell, "none", measure).get(0), **_aggregates(frame, model, cell, measure)}
+            own = {s: by_k[s + 1] for s in mine if by_k.get(s + 1) is not None}
+        else:
+            own = per_shuffle(frame, model, cell, versus["debias"], measure) or {
+                s: system_value(frame, model, cell, versus["debias"], orders.ORIGINAL, measure) for s in mine}
         for s, v in own.items():
             seeds.setdefault(s, []).append(v)
     if set(mine) - set(seeds):
@@ -306,16 +237,20 @@ def rerank_variance(frame: pl.DataFrame, bound: dict) -> Measured:
     return Measured(values, f"over {len(seeds)} shuffle seeds")
 
 
+def _aggregates(frame: pl.DataFrame, model: str, cell: tuple[str, str], measure: str) -> dict[int, float]:
+    """The system's mean ``measure`` of each list-level aggregate over K reranked shuffles, by K."""
+    return {debias.parse(m).k: system_value(frame, model, cell, m, orders.ORIGINAL, measure)
+            for m in _rows(frame, model, cell)["debias"].unique().to_list() if list_level(m)}
+
+
 def permsc_peak(frame: pl.DataFrame, bound: dict) -> Measured:
     """The number of permutations K at which PermSC peaks on one collection: K = 1 is one pass over a
     shuffled list (the mean over shuffle seeds), K > 1 list-level PermSC@K (its aggregated list)."""
     (cell,) = bound["cells"]
     values, ks = [], []
     for model in bound["models"]:
-        by_k = {1: system_value(frame, model, cell, "none", "shuffled", bound["measure"])}
-        for method in _rows(frame, model, cell)["debias"].unique().to_list():
-            if _list_level(method):
-                by_k[debias.parse(method).k] = system_value(frame, model, cell, method, orders.ORIGINAL, bound["measure"])
+        by_k = {1: system_value(frame, model, cell, "none", "shuffled", bound["measure"]),
+                **_aggregates(frame, model, cell, bound["measure"])}
         if len(by_k) < 2:
             raise NotRun(f"{model} has no list-level PermSC@K on {cell[0]}")
         ks = sorted(by_k)
@@ -349,7 +284,7 @@ def stability_spread(frame: pl.DataFrame, bound: dict) -> Measured:
     """The largest minus the smallest of several scorers' stability column (each the mean over its
     seeds and the collections)."""
     means = [_mean(_across_cells(s, lambda m, c, s=s: _stability(frame, m, c, s, bound["column"])))
-             for s in _systems(bound)]
+             for s in systems(bound)]
     return Measured([max(means) - min(means)], f"over {len(means)} scorers")
 
 
@@ -392,34 +327,21 @@ def listwise_size(frame: pl.DataFrame, bound: dict) -> Measured:
 _CELL = ("dataset", "retriever")
 _RERANK = (*_CELL, "model", "order", "measure")
 STATISTICS: dict[str, Statistic] = {
-    "first_stage": Statistic("retrieval", (*_CELL, "measure"), (), first_stage, _files("retrieval")),
-    "rerank": Statistic("rerank", _RERANK, ("debias",), rerank, _files("rerank")),
-    "rerank_gain": Statistic("rerank", (*_RERANK, "versus"), ("debias",), rerank_gain, _files("rerank")),
+    "first_stage": Statistic("retrieval", (*_CELL, "measure"), (), first_stage, of_kind("retrieval")),
+    "rerank": Statistic("rerank", _RERANK, ("debias",), rerank, of_kind("rerank")),
+    "rerank_gain": Statistic("rerank", (*_RERANK, "versus"), ("debias",), rerank_gain, of_kind("rerank")),
     "rerank_wins": Statistic("rerank", (*_RERANK, "versus", "units"), ("debias", "significant"), rerank_wins,
-                             _wins_files, power=0),
+                             wins_files, power=0),
     "rerank_variance": Statistic("rerank", (*_CELL, "model", "measure"), ("debias",), rerank_variance,
-                                 _files("rerank"), power=2),
-    "permsc_peak": Statistic("rerank", (*_CELL, "model", "measure"), (), permsc_peak, _permsc_files, power=0),
-    "stability": Statistic("stability", (*_CELL, "model", "column"), ("k", "debias"), stability, _files("stability")),
+                                 of_kind("rerank"), power=2),
+    "permsc_peak": Statistic("rerank", (*_CELL, "model", "measure"), (), permsc_peak, aggregate_files, power=0),
+    "stability": Statistic("stability", (*_CELL, "model", "column"), ("k", "debias"), stability, of_kind("stability")),
     "stability_gain": Statistic("stability", (*_CELL, "model", "column", "versus"), ("k", "debias"), stability_gain,
-                                _files("stability")),
+                                of_kind("stability")),
     "stability_spread": Statistic("stability", (*_CELL, "model", "column", "versus"), ("k", "debias"),
-                                  stability_spread, _files("stability")),
-    "decisions": Statistic("decisions", (*_CELL, "model", "column"), (), decisions, _files("decisions", None)),
-    "pool": Statistic("pool", (*_CELL, "model", "column"), ("versus",), pool, _files("pool", None)),
-    "propensity_lists": Statistic("propensity", ("model",), (), propensity_lists, _files("propensity", None), power=0),
-    "listwise_size": Statistic("listwise", ("dataset", "what"), (), listwise_size, _files("listwise", None), power=0),
+                                  stability_spread, of_kind("stability")),
+    "decisions": Statistic("decisions", (*_CELL, "model", "column"), (), decisions, of_kind("decisions", None)),
+    "pool": Statistic("pool", (*_CELL, "model", "column"), ("versus",), pool, of_kind("pool", None)),
+    "propensity_lists": Statistic("propensity", ("model",), (), propensity_lists, of_kind("propensity", None), power=0),
+    "listwise_size": Statistic("listwise", ("dataset", "what"), (), listwise_size, of_kind("listwise", None), power=0),
 }
-
-
-def available(config: dict) -> set[str]:
-    """Every result file of :data:`SCHEMAS`' kinds that a (prepared) config's DAG makes."""
-    files = {path("retrieval", dataset=d, retriever=r) for d, r in pbconfig.grid(config)}
-    files |= {path("rerank", m, d, r, b) for m, d, r, b in pbconfig.summaries(config)}
-    files |= {path("stability", *target) for target in pbconfig.stability_targets(config)}
-    files |= {path("decisions", *target) for target in pbconfig.decision_targets(config)}
-    files |= {path("pool", *target) for target in pbconfig.pool_targets(config)}
-    files |= {path("listwise", dataset=d) for d in pbconfig.listwise_datasets(config)}
-    if config.get("propensity", {}).get("model"):
-        files.add(path("propensity", config["propensity"]["model"]))
-    return files
