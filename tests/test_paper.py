@@ -270,6 +270,11 @@ def test_ocsft_table_averages_seeds_and_marks_holm_significant_differences():
     assert ("so", "mean over datasets") in view
     tests = result.data.filter((pl.col("variant") == "so") & (pl.col("dataset") == "d1"))
     assert tests["p_holm_tau_psi"][0] < 0.05
+    # our construction of a baseline the paper names without its form is printed with its label (0.17.0 printed
+    # the bare name, so a reader took it for the paper's DebiasFirst)
+    settings = {"so": {"method": "debiasfirst_pointwise"}, "oc": {"method": "ocsft"}}
+    labelled = paper.stability(table, per_query, {}, variants, "oc", settings=settings).view["variant"].to_list()
+    assert "so [pointwise DebiasFirst (ours: slot IPS)]" in labelled and "oc" in labelled
 
 
 def test_matched_retention_reads_each_variant_at_its_threshold_and_at_the_matched_rate():
