@@ -154,10 +154,14 @@ def test_the_capcal_preset_has_ten_benchmarks_including_the_two_named():
     bases = {m for m, spec in preset["models"].items() if spec.get("mode") == "generation" and "-" in m
              and spec.get("identifiers") == "letters"}
     assert bases == {"qwen3-0.6b", "qwen3-8b", "qwen2.5-7b"}
-    runs = {(e["model"], e["dataset"]): set(e["debias"]) for e in preset["reranking"]["experiments"]}
+    runs = {(e["model"], e["dataset"], e["retriever"]): set(e["debias"]) for e in preset["reranking"]["experiments"]}
     for base in bases:
         for dataset in datasets:
-            assert {"none", "capcal@constrained", "capcal", "permsc@10"} <= runs[(base, dataset)], (base, dataset)
+            assert {"none", "capcal@constrained", "capcal", "permsc@10"} <= runs[(base, dataset, "bm25")], (base, dataset)
+    # the robustness claim's other first stages, on the general sets
+    for dataset in ("dl19", "dl20", "dbpedia", "touche"):
+        for retriever in ("contriever", "splade"):
+            assert {"none", "capcal@constrained", "capcal"} <= runs[("qwen3-8b", dataset, retriever)], (dataset, retriever)
 
 
 def test_the_pointwise_debiasfirst_baseline_is_labelled_as_ours():

@@ -57,13 +57,20 @@ def _system(condition: dict, names: Names, cells, files: Callable, available: se
         raise ValueError(f"model {condition['model']!r} is not in the identities file; add it there")
     if not variants:
         raise NotRun(f"no model of this run is {condition['model']}")
-    missing = None
+    missing, complete = None, []
     for variant in variants:
         candidate = {**system, "models": variant}
         lacking = [f for f in files(candidate, available) if f not in available]
         if not lacking:
-            return candidate
-        missing = missing or lacking[0]
+            complete.append(variant)
+            if "bases" not in condition:
+                return candidate
+        missing = missing or (lacking[0] if lacking else None)
+    if "bases" in condition:  # a figure pooled over base models: every variant's seeds, at least `bases` of them
+        if len(complete) < condition["bases"]:
+            raise NotRun(f"the figure pools {condition['bases']} base models' {condition['model']}; this run has "
+                         f"{len(complete)} (the identities file names its bases)")
+        return {**system, "models": [m for variant in complete for m in variant]}
     raise NotRun(f"{condition['model']} ({variants[0][0]}) has no {missing} in this run")
 
 
