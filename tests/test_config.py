@@ -197,13 +197,16 @@ def test_base_models_expand_to_one_variant_per_base_then_seeds_and_pair_per_base
         "tiny-ocsft-tiny-grades-s1", "tiny-ocsft-tiny-grades-s2", "tiny-ocsft-tiny-grades-b-s1", "tiny-ocsft-tiny-grades-b-s2"]
     assert pbconfig.base_pairs(cfg) == [
         {"base": "tiny-grades", "data": "synthetic-train", "ocsft": "tiny-ocsft-tiny-grades",
-         "single": "tiny-single-order-tiny-grades"},
+         "single": "tiny-single-order-tiny-grades",
+         "objectives": ["tiny-ocsft-tiny-grades", "tiny-single-order-tiny-grades"]},
         {"base": "tiny-grades-b", "data": "synthetic-train", "ocsft": "tiny-ocsft-tiny-grades-b",
-         "single": "tiny-single-order-tiny-grades-b"}]
+         "single": "tiny-single-order-tiny-grades-b",
+         "objectives": ["tiny-ocsft-tiny-grades-b", "tiny-single-order-tiny-grades-b"]}]
     plain = _validated(copy.deepcopy(DEFAULT))
     _register(plain)
     assert pbconfig.base_pairs(plain) == [{"base": "tiny-grades", "data": "synthetic-train", "ocsft": "tiny-ocsft",
-                                           "single": "tiny-single-order"}]
+                                           "single": "tiny-single-order",
+                                           "objectives": ["tiny-ocsft", "tiny-single-order"]}]
     for change, message in ((lambda run: run.update(base_models=["tiny-grades"]), "exactly one of them"),
                             (lambda run: run.pop("base_model"), "exactly one of them"),
                             (lambda run: run.update(base_models=["toy-first"]) or run.pop("base_model"),

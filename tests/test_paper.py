@@ -401,20 +401,23 @@ def test_the_pooled_over_bases_comparison_pairs_ocsft_with_single_order_per_base
 
     rows = []
     for model, jaccard, tau in (("oc-a-s1", 0.9, 0.20), ("oc-a-s2", 0.8, 0.30), ("so-a", 0.5, 0.40),
-                                ("oc-b", 0.7, 0.10), ("so-b", 0.6, 0.30)):
+                                ("oc-b", 0.7, 0.10), ("so-b", 0.6, 0.30), ("pa-a", 0.6, 0.2)):
         for dataset, shift in (("dl19", 0.0), ("dl20", -0.1), ("dev", 0.5)):
             rows.append({"model": model, "dataset": dataset, "retriever": "bm25", "k": 1,
                          "jaccard": jaccard + shift, "tau_psi": tau})
             rows.append({"model": model, "dataset": dataset, "retriever": "bm25", "k": 4, "jaccard": 1.0, "tau_psi": 0.0})
     table = pl.DataFrame(rows)
-    pairs = [{"base": "a", "data": "train", "ocsft": "oc-a", "single": "so-a"},
-             {"base": "b", "data": "train", "ocsft": "oc-b", "single": "so-b"}]
+    pairs = [{"base": "a", "data": "train", "ocsft": "oc-a", "single": "so-a", "objectives": ["oc-a", "so-a", "pa-a"]},
+             {"base": "b", "data": "train", "ocsft": "oc-b", "single": "so-b", "objectives": ["oc-b", "so-b"]}]
     cells = base_cells(table, pairs, {"oc-a-s1": "oc-a", "oc-a-s2": "oc-a"}, dev="dev")
     assert cells.select("base", "dataset").rows() == [("a", "dl19"), ("a", "dl20"), ("b", "dl19"), ("b", "dl20")]
     assert cells["jaccard_gain"].to_list() == pytest.approx([0.35, 0.35, 0.1, 0.1])  # (0.9 + 0.8)/2 − 0.5
     assert cells["tau_psi_drop"].to_list() == pytest.approx([0.15, 0.15, 0.2, 0.2])
+    # "12 个基座上 τ-PSI 全部最低": on base a another objective (τ-PSI 0.20) is below OC-SFT's 0.25
+    assert cells["lowest"].to_list() == [False, False, True, True] and cells["objectives"].to_list() == [3, 3, 2, 2]
     out = bases_table(cells)
     assert out.data["base"].to_list() == ["a", "b", "pooled"] and out.data["cells"].to_list() == [2, 2, 4]
+    assert out.view["τ-PSI lowest of its base's objectives"].to_list() == ["0/2 cells", "2/2 cells", "2/4 cells"]
     assert out.data["jaccard_gain"].to_list() == pytest.approx([0.35, 0.1, 0.225])
     bases_figure(cells, tmp_path / "bases.png")
     assert (tmp_path / "bases.png").stat().st_size > 10_000 and (tmp_path / "bases.pdf").exists()

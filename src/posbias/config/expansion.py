@@ -57,8 +57,9 @@ def expand_bases(config: dict) -> None:
 def base_pairs(config: dict) -> list[dict[str, str]]:
     """The pooled-over-bases comparison: per base model and training data, the OC-SFT variant and the
     single-order variant trained from that base on that data (:attr:`posbias.methods.TrainingMethod.on_lambda_grid`
-    with and without the penalty), as ``{"base", "data", "ocsft", "single"}``. A base is the
-    ``models`` entry a variant's chain of ``base_model`` ends at. ``training`` after :func:`expand_seeds`."""
+    with and without the penalty), and every pointwise variant trained so (``objectives``, OC-SFT among them: "12
+    个基座上 τ-PSI 全部最低" ranks it among all), as ``{"base", "data", "ocsft", "single", "objectives"}``. A base
+    is the ``models`` entry a variant's chain of ``base_model`` ends at. ``training`` after :func:`expand_seeds`."""
     training = config.get("training", {})
 
     def root(model: str) -> str:
@@ -66,13 +67,16 @@ def base_pairs(config: dict) -> list[dict[str, str]]:
             model = training[model]["base_model"]
         return model
 
-    roles: dict[tuple[str, str], dict[str, str]] = {}
+    roles: dict[tuple[str, str], dict] = {}
     for name, run in training.items():
         method = methods.get(run["method"])
-        if not method.on_lambda_grid:
+        if not families.of(method.name).silver:
             continue
-        role = "ocsft" if method.consistency else "single"
-        roles.setdefault((root(run["base_model"]), run["data"]), {}).setdefault(role, variant_of(training, name))
+        found = roles.setdefault((root(run["base_model"]), run["data"]), {"objectives": []})
+        if variant_of(training, name) not in found["objectives"]:
+            found["objectives"].append(variant_of(training, name))
+        if method.on_lambda_grid:
+            found.setdefault("ocsft" if method.consistency else "single", variant_of(training, name))
     return [{"base": base, "data": data, **found} for (base, data), found in roles.items()
             if {"ocsft", "single"} <= set(found)]
 

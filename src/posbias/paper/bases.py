@@ -1,5 +1,6 @@
 """OC-SFT over several base models: its retention-Jaccard gain over single order per (base, collection)
-cell, pooled over all cells (the OC-SFT paper's Figure 3: "198 个 cell 的 pooled 重叠增益")."""
+cell, pooled over all cells (the OC-SFT paper's Figure 3: "198 个 cell 的 pooled 重叠增益"), and whether its
+τ-PSI is the lowest of every objective trained from that base ("12 个基座上 τ-PSI 全部最低")."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from posbias.paper.seeds import named_variants
 from posbias.paper.writers import Table, fmt, pyplot, save_figure
 
 CELL_SCHEMA = {"base": pl.String, "data": pl.String, "dataset": pl.String, "retriever": pl.String,
-               "jaccard_gain": pl.Float64, "tau_psi_drop": pl.Float64}
+               "jaccard_gain": pl.Float64, "tau_psi_drop": pl.Float64, "objectives": pl.Int64, "lowest": pl.Boolean}
 
 
 def base_cells(stability: pl.DataFrame, pairs: list[dict[str, str]], variants: dict[str, str],
@@ -19,7 +20,9 @@ def base_cells(stability: pl.DataFrame, pairs: list[dict[str, str]], variants: d
     """One row per (base, training data, collection) where both variants of a pair (posbias.config.base_pairs)
     were evaluated at K = 1: OC-SFT's retention Jaccard minus single order's (each a mean over the variant's
     seeds; > 0: OC-SFT keeps the same documents more often) and single order's τ-PSI minus OC-SFT's
-    (> 0: OC-SFT's rankings move less). The held-out ``dev`` dataset is left out."""
+    (> 0: OC-SFT's rankings move less); ``objectives``: how many of the base's objectives (the pair's
+    ``objectives``, OC-SFT among them) were evaluated on the cell, ``lowest``: whether OC-SFT's τ-PSI is the
+    lowest of theirs (ties count as lowest). The held-out ``dev`` dataset is left out."""
     k1 = stability.filter(pl.col("k") == 1)
     if dev:
         k1 = k1.filter(pl.col("dataset") != dev)
@@ -31,9 +34,12 @@ def base_cells(stability: pl.DataFrame, pairs: list[dict[str, str]], variants: d
         single = means.filter(pl.col("variant") == pair["single"]).drop("variant")
         both = ocsft.join(single, on=["dataset", "retriever"], suffix="_single").sort("dataset", "retriever")
         for r in both.iter_rows(named=True):
+            others = means.filter(pl.col("variant").is_in(pair.get("objectives", [pair["ocsft"], pair["single"]]))
+                                  & (pl.col("dataset") == r["dataset"]) & (pl.col("retriever") == r["retriever"]))
             rows.append({"base": pair["base"], "data": pair["data"], "dataset": r["dataset"],
                          "retriever": r["retriever"], "jaccard_gain": r["jaccard"] - r["jaccard_single"],
-                         "tau_psi_drop": r["tau_psi_single"] - r["tau_psi"]})
+                         "tau_psi_drop": r["tau_psi_single"] - r["tau_psi"], "objectives": others.height,
+                         "lowest": bool(r["tau_psi"] <= others["tau_psi"].min())})
     return pl.DataFrame(rows, schema=CELL_SCHEMA)
 
 
@@ -68,16 +74,20 @@ def bases_table(cells: pl.DataFrame) -> Table:
     """The figure's numbers: per base, the mean gain over its collections and the cell count, then the
     mean pooled over all cells."""
     per_base = (cells.group_by("base", maintain_order=True)
-                .agg(pl.len().alias("cells"), pl.col("jaccard_gain", "tau_psi_drop").mean()))
+                .agg(pl.len().alias("cells"), pl.col("jaccard_gain", "tau_psi_drop").mean(),
+                     pl.col("lowest").sum().cast(pl.Int64)))
     pooled = pl.DataFrame({"base": ["pooled"], "cells": [cells.height],
-                           "jaccard_gain": [cells["jaccard_gain"].mean()], "tau_psi_drop": [cells["tau_psi_drop"].mean()]},
-                          schema=per_base.schema)
+                           "jaccard_gain": [cells["jaccard_gain"].mean()], "tau_psi_drop": [cells["tau_psi_drop"].mean()],
+                           "lowest": [int(cells["lowest"].sum())]}, schema=per_base.schema)
     data = pl.concat([per_base, pooled])
-    view = pl.DataFrame([{"base": r["base"], "cells": str(r["cells"]), "retention-Jaccard gain": fmt(r["jaccard_gain"], 3),
-                          "τ-PSI drop": fmt(r["tau_psi_drop"], 3)} for r in data.iter_rows(named=True)],
-                        schema=dict.fromkeys(("base", "cells", "retention-Jaccard gain", "τ-PSI drop"), pl.String))
+    columns = ("base", "cells", "retention-Jaccard gain", "τ-PSI drop", "τ-PSI lowest of its base's objectives")
+    view = pl.DataFrame([dict(zip(columns, (r["base"], str(r["cells"]), fmt(r["jaccard_gain"], 3),
+                                            fmt(r["tau_psi_drop"], 3), f"{r['lowest']}/{r['cells']} cells")))
+                         for r in data.iter_rows(named=True)], schema=dict.fromkeys(columns, pl.String))
     notes = ("A cell is one (base model, collection) where OC-SFT and single order trained from that base on the "
              "same data were both evaluated at K = 1. Gain: OC-SFT's retention Jaccard minus single order's; τ-PSI "
              "drop: single order's minus OC-SFT's; each variant's value a mean over its seeds. Positive: OC-SFT "
-             "more stable. The pooled row is the mean over all cells.")
+             "more stable. The pooled row is the mean over all cells. τ-PSI lowest: the cells where OC-SFT's τ-PSI is "
+             "the lowest of every pointwise objective trained from that base on the same data (the paper: \"12 个"
+             "基座上 τ-PSI 全部最低\").")
     return Table(data, view, notes)
