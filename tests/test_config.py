@@ -43,6 +43,21 @@ def test_adaptive_budgets_are_checked_where_the_config_asks_for_them_and_a_stuck
                                      "adaptive rows can never stop early"]
 
 
+
+def test_settings_that_do_nothing_are_notices():
+    """A vLLM block on a transformers model, and marker relabelling over windows of one passage."""
+    cfg = copy.deepcopy(DEFAULT)
+    cfg["models"]["smollm2"]["vllm"] = {"kv_cache_gib": 4}
+    cfg["training"]["tiny-markers"] = {"method": "marker_sft", "base_model": "tiny-grades", "data": "synthetic-train"}
+    cfg["ocsft"]["window"] = 1
+    pbconfig.validate(cfg)
+    assert pbconfig.notices(cfg) == [
+        "models.smollm2.vllm sets the vLLM engine's options but models.smollm2.engine is transformers: they are not "
+        "used (set engine: vllm to use them)",
+        "training.tiny-markers: method marker_sft relabels the slot markers, but its windows hold one passage (B = 1): "
+        "there is nothing to relabel, so it trains as single order"]
+
+
 def test_mistyped_key_gets_a_suggestion():
     cfg = copy.deepcopy(DEFAULT)
     cfg["datasets"]["synthetic"]["sourse"] = cfg["datasets"]["synthetic"].pop("source")

@@ -21,11 +21,12 @@ from posbias.config.experiments import (
     orders_of,
     pool_targets,
     retriever_kind,
+    silver_window,
     variant_of,
 )
 from posbias.config.files import check_files, drop_unavailable
 from posbias.config.messages import check_duplicate_keys, explain_config
-from posbias.config.schema_defaults import schema
+from posbias.config.schema_defaults import defaults, schema
 from posbias.errors import PosbiasError
 from posbias.rerankers import modes
 from posbias.retrieval import kinds
@@ -292,6 +293,17 @@ def notices(config: dict) -> list[str]:
     if stuck and _shuffled_orders(config):
         out.append(f"ocsft.adaptive.patience {adaptive['patience']} needs {adaptive['patience'] + 1} draws to stop, "
                    f"more than the cap {stuck}: those adaptive rows can never stop early")
+    vllm = defaults("models", "vllm")
+    for name, model in config["models"].items():
+        if model["kind"] == "causal_lm" and model["engine"] != "vllm" and model.get("vllm", vllm) != vllm:
+            out.append(f"models.{name}.vllm sets the vLLM engine's options but models.{name}.engine is "
+                       f"{model['engine']}: they are not used (set engine: vllm to use them)")
+    from posbias import methods
+
+    for name, run in config.get("training", {}).items():
+        if methods.get(run["method"]).markers != "fixed" and silver_window(config, run["data"]) == 1:
+            out.append(f"training.{name}: method {run['method']} relabels the slot markers, but its windows hold one "
+                       "passage (B = 1): there is nothing to relabel, so it trains as single order")
     return out
 
 
