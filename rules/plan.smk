@@ -6,11 +6,15 @@
 # files the jobs wrote.
 
 PLAN_COSTS = pbplan.cost_files(config)  # (plan keys, path) of every cost file a run writes
+try:  # every file the plan reads; a model reference that does not resolve is its one line, not the DAG's frames
+    PLAN_INPUTS = pbplan.inputs(config)
+except PosbiasError as exc:
+    raise WorkflowError(str(exc)) from None
 
 
 rule plan:
     input:
-        files=pbplan.inputs(config),
+        files=PLAN_INPUTS,
         throughput=pbplan.throughput_path(config),
     output:
         orders="results/plan/orders.parquet",

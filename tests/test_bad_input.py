@@ -365,6 +365,8 @@ CASES = [
                                                               ["original", "shuffled-0", "shuffled-1"])
      and _set(c, "ocsft.adaptive", {"caps": [2], "depth": 10}), {},
      "ocsft.adaptive.depth 10 watches the top 10 of reranking.experiments[0]'s 2 candidates", "early"),
+    ("package-without-model", "imported", lambda c: _set(c, "models.sim", {"kind": "causal_lm", "path": "package:json"}),
+     {}, "models.sim.path: model 'package:json': module json has no get_model_path()", "early"),
     ("identities-missing", "trec", lambda c: _set(c, "reproduction.identities", "in/nope.yaml"), {},
      "reproduction.identities: in/nope.yaml is a file neither in the working directory nor in the workflow",
      "early"),
@@ -396,7 +398,7 @@ RERANK_FAILURES = {"relevant-grade-above-qrels", "unknown-hf-model"}
 # One end-to-end `snakemake -n` per kind of early message (config, data file, model file) proves the
 # one-line console form; every other early case calls the same checks in process.
 EARLY_END_TO_END = {"typo-top-level", "topics-missing", "model-path-missing", "throughput-negative-rate",
-                    "identities-missing"}
+                    "identities-missing", "package-without-model"}
 
 
 def _write_files(folder: Path, files: dict) -> None:

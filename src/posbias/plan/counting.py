@@ -138,7 +138,10 @@ def inputs(config: dict) -> list[str]:
     for m in sorted(models):
         source = tokenizer_source(config, m)
         if config["models"][source].get("kind") == "causal_lm":
-            path = resolve(source, config["models"])
+            try:
+                path = resolve(source, config["models"])
+            except PosbiasError as exc:
+                raise PosbiasError(f"models.{source}.path: {exc}") from None
             if path.startswith(paths.MODELS):
                 files.append(path)
     return list(dict.fromkeys(files))
