@@ -95,6 +95,11 @@ def test_long_passages_are_truncated_and_counted(tiny):
     assert len(result.scores) == 5
     assert reranker.stats["truncated_passages"] == 5
     assert len(reranker.encode(window)) <= 600 + 1
+    # a context too short even for one word a passage: one line with the fix (0.17.0: a bare ValueError)
+    short = FirstReranker(LMSpec(str(tiny), max_context=20, word_budget=300))
+    with pytest.raises(PosbiasError, match=r"^prompt: even with 1 word per passage the prompt has \d+ tokens, more than "
+                                           r"the 20 the model may read; raise the models entry's max_context"):
+        short.rank([window])
 
 
 def test_generation_parsing():

@@ -24,6 +24,8 @@ import string
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from posbias.errors import PosbiasError
+
 SYSTEM = "You are RankLLM, an intelligent assistant that can rank passages based on their relevancy to the query."
 
 
@@ -158,6 +160,8 @@ def render(tokenizer, query: str, passages: list[str], word_budget: int, max_tok
         ids = tokenizer(text, add_special_tokens=True)["input_ids"] if max_tokens else None
         if not max_tokens or len(ids) <= max_tokens or budget <= 1:
             if max_tokens and len(ids) > max_tokens:
-                raise ValueError(f"even with 1 word per passage the prompt has {len(ids)} tokens > {max_tokens}")
+                raise PosbiasError(f"prompt: even with 1 word per passage the prompt has {len(ids)} tokens, more than "
+                                   f"the {max_tokens} the model may read; raise the models entry's max_context (up to "
+                                   "its max_position_embeddings) or rerank in smaller windows (reranking.window)")
             return Prompt(text, sum(c[1] for c in cut), budget, ids)
         budget = max(1, int(budget * 0.8))
