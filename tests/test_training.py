@@ -313,7 +313,7 @@ def test_the_ema_teacher_at_decay_zero_trains_exactly_as_ocsft(setup, pointwise,
     checkpoint carries the teacher (ema.pt)."""
     root, _ = setup
     common = {"learning_rate": 3e-3, "max_steps": 3, "batch_size": 4, "grad_accum": 1, "save_steps": 100,
-              "logging_steps": 1, "views": 2, "consistency": 5.0}
+              "logging_steps": 1, "views": 2, "consistency": 5.0, "consistency_warmup": 0}
     train(str(root / "base"), pointwise, TrainSpec.create(method="ocsft", **common), tmp_path / "w1", tmp_path / "oc")
     train(str(root / "base"), pointwise, TrainSpec.create(method="ocsft_ema", ema_decay=0.0, **common), tmp_path / "w2",
           tmp_path / "ema0")

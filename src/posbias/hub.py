@@ -97,27 +97,6 @@ def fetch_hint(repo_id: str, repo_type: str = "model") -> str:
     return f"fetch it on a login node with `hf download{kind} {repo_id}` (cache {constants.HF_HUB_CACHE})"
 
 
-# The heads of checkpoints that generate text (a config's ``architectures`` names one of them).
-GENERATIVE_HEADS = ("ForCausalLM", "LMHeadModel", "ForConditionalGeneration")
-
-
-def require_causal_lm(model_id: str, key: str, trust_remote_code: bool = False) -> None:
-    """A ``causal_lm`` entry whose checkpoint declares only non-generative architectures (an encoder such
-    as MiniLM's ``BertModel``): one line naming the key, instead of a tokenizer error about identifiers
-    much later. A checkpoint that declares none, or whose config cannot be read here, passes (its load
-    reports what is wrong)."""
-    from transformers import AutoConfig
-
-    try:
-        architectures = AutoConfig.from_pretrained(model_id, trust_remote_code=trust_remote_code).architectures or []
-    except (OSError, ValueError):
-        return
-    if architectures and not any(a.endswith(GENERATIVE_HEADS) for a in architectures):
-        raise PosbiasError(f"{key}: {model_id} is a {', '.join(architectures)} checkpoint, not a causal LM (no "
-                           "text-generating head); a causal_lm entry needs a decoder such as LlamaForCausalLM (an "
-                           "encoder belongs in an entry of kind encoder, for dense retrieval)")
-
-
 def require(model_id: str | None, key: str) -> None:
     """Before loading ``model_id`` (read from config key ``key``) with ``from_pretrained``: offline and
     not cached is a PosbiasError in one line, at once, instead of a retry loop or the hub's ``OSError``.

@@ -9,6 +9,7 @@ from tqdm import tqdm
 from posbias import hub, rerankers, schemas
 from posbias.data.collection import grades_by_query
 from posbias.jobs import logged
+from posbias.models import require_causal_lm
 from posbias.partial import PartialFolder, digest
 from posbias.rerank import ORDER_FILES, Experiment, rerank_order, save_order
 
@@ -27,7 +28,7 @@ with logged(sm, "rerank") as log:
     if pending:  # the model loads only if there is something to rerank
         hub.require(sm.params.model_path, f"models.{sm.wildcards.model}.path")
         if sm.params.model["kind"] == "causal_lm":
-            hub.require_causal_lm(sm.params.model_path, f"models.{sm.wildcards.model}.path",
+            require_causal_lm(sm.params.model_path, f"models.{sm.wildcards.model}.path",
                                   sm.params.model.get("trust_remote_code", False))
         start = time.perf_counter()
         base = rerankers.build(sm.params.model, sm.params.model_path, grades, seed, sm.params.device,

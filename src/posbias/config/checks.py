@@ -246,12 +246,6 @@ def check_experiments(config: dict) -> None:
     if unknown:
         raise ValueError(f"config: frontier.references names {', '.join(map(repr, unknown))}, which is neither a "
                          "models nor a training entry")
-    scored = {variant_of(config["training"], e["model"]) for e in config["reranking"]["experiments"]}
-    unscored = [r for r in config["frontier"]["references"] if r not in scored]
-    if unscored:
-        raise ValueError(f"config: frontier.references names {', '.join(map(repr, unscored))}, which no "
-                         "reranking.experiments entry scores, so the frontier would have no reference row and no "
-                         "tests; add an experiment of it or drop it from the references")
 
 
 def _shuffled_orders(config: dict) -> dict[int, int]:
@@ -350,6 +344,19 @@ def validate(config: dict) -> None:
         raise ValueError(ignored)
     if asked_adaptive:
         check_adaptive(config)
+    _check_references(config)
+
+
+def _check_references(config: dict) -> None:
+    """A ``frontier.references`` entry no experiment of the config scores (before seeds expand and optional
+    datasets whose files are missing drop their experiments): the frontier would have no reference row and no
+    tests. ValueError with one line."""
+    scored = {e["model"] for e in config["reranking"]["experiments"]}
+    unscored = [r for r in config["frontier"]["references"] if r not in scored]
+    if unscored:
+        raise ValueError(f"config: frontier.references names {', '.join(map(repr, unscored))}, which no "
+                         "reranking.experiments entry scores, so the frontier would have no reference row and no "
+                         "tests; add an experiment of it or drop it from the references")
 
 
 def _ignored_hyper(config) -> str | None:
