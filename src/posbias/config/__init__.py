@@ -11,6 +11,7 @@ importing an implementation (only the registries):
 - :mod:`~posbias.config.experiments`: the experiment grid, orders, consumers, silver labels, report targets;
 - :mod:`~posbias.config.params`: the per-rule param slices;
 - :mod:`~posbias.config.expansion`: base models and seeds expanded, trained models registered;
+- :mod:`~posbias.config.effects`: settings that would do less than they seem (refused, or notices);
 - :mod:`~posbias.config.checks`: the cross-reference checks in the workflow's order (:func:`prepare`),
   :func:`load` and ``python -m posbias.config FILE``.
 
@@ -19,7 +20,6 @@ Every name is importable from ``posbias.config`` as before the split.
 
 from posbias.config.checks import (
     CONFIG_CHANGES,
-    check_adaptive,
     check_consumers,
     check_experiment_data,
     check_experiments,
@@ -27,10 +27,10 @@ from posbias.config.checks import (
     check_settings,
     load,
     main,
-    notices,
     prepare,
     validate,
 )
+from posbias.config.effects import check_adaptive, notices
 from posbias.config.expansion import base_pairs, check_hyper, expand_bases, expand_seeds, register_trained_models
 from posbias.config.experiments import (
     IMPORTED_PREFIX,

@@ -21,12 +21,12 @@ from posbias.config.experiments import (
     orders_of,
     pool_targets,
     retriever_kind,
-    silver_window,
     variant_of,
 )
+from posbias.config.effects import check_adaptive, check_references, ignored_hyper
 from posbias.config.files import check_files, drop_unavailable
 from posbias.config.messages import check_duplicate_keys, explain_config
-from posbias.config.schema_defaults import defaults, schema
+from posbias.config.schema_defaults import schema
 from posbias.errors import PosbiasError
 from posbias.rerankers import modes
 from posbias.retrieval import kinds
@@ -248,59 +248,6 @@ def check_experiments(config: dict) -> None:
                          "models nor a training entry")
 
 
-def _shuffled_orders(config: dict) -> dict[int, int]:
-    """Each experiment's (by index) number of shuffled orders, where it has at least two (stability rows)."""
-    counts = {i: sum(orders.is_kind(o, "shuffled") for o in orders_of(config, e))
-              for i, e in enumerate(config["reranking"]["experiments"])}
-    return {i: n for i, n in counts.items() if n >= 2}
-
-
-def check_adaptive(config: dict) -> None:
-    """An adaptive budget (``ocsft.adaptive``) that no experiment can run, or one that watches a top set as
-    deep as the lists it watches (the set never changes, every query stops at patience + 1 draws: a falsely
-    cheap frontier point); ValueError with one line. :func:`validate` calls it where the config sets
-    ``ocsft.adaptive`` itself (the default caps ask for nothing), and some experiment has stability rows."""
-    adaptive, shuffled = config["ocsft"]["adaptive"], _shuffled_orders(config)
-    if not adaptive["caps"] or not shuffled:
-        return
-    most = max(shuffled.values())
-    beyond = [cap for cap in adaptive["caps"] if cap > most]
-    if beyond:
-        raise ValueError(f"config: ocsft.adaptive.caps {beyond}: an adaptive budget draws at most K of an "
-                         f"experiment's shuffled orders, and no experiment has more than {most}; lower the cap or "
-                         f"add shuffled orders (at least {max(beyond)})")
-    for i, n in shuffled.items():
-        e = config["reranking"]["experiments"][i]
-        depth = e.get("depth", config["reranking"]["depth"])
-        if n >= min(adaptive["caps"]) and adaptive["depth"] >= depth:
-            raise ValueError(f"config: ocsft.adaptive.depth {adaptive['depth']} watches the top {adaptive['depth']} "
-                             f"of reranking.experiments[{i}]'s {depth} candidates, a set no draw can change (every "
-                             f"query would stop at patience + 1 draws); set ocsft.adaptive.depth below {depth}")
-
-
-def notices(config: dict) -> list[str]:
-    """Settings that are valid but do less than they seem to, one line each, for the console before the
-    run (the workflow prints them and runs)."""
-    out = []
-    adaptive = config["ocsft"]["adaptive"]
-    stuck = [cap for cap in adaptive["caps"] if adaptive["patience"] + 1 > cap]
-    if stuck and _shuffled_orders(config):
-        out.append(f"ocsft.adaptive.patience {adaptive['patience']} needs {adaptive['patience'] + 1} draws to stop, "
-                   f"more than the cap {stuck}: those adaptive rows can never stop early")
-    vllm = defaults("models", "vllm")
-    for name, model in config["models"].items():
-        if model["kind"] == "causal_lm" and model["engine"] != "vllm" and model.get("vllm", vllm) != vllm:
-            out.append(f"models.{name}.vllm sets the vLLM engine's options but models.{name}.engine is "
-                       f"{model['engine']}: they are not used (set engine: vllm to use them)")
-    from posbias import methods
-
-    for name, run in config.get("training", {}).items():
-        if methods.get(run["method"]).markers != "fixed" and silver_window(config, run["data"]) == 1:
-            out.append(f"training.{name}: method {run['method']} relabels the slot markers, but its windows hold one "
-                       "passage (B = 1): there is nothing to relabel, so it trains as single order")
-    return out
-
-
 def prepare(config: dict, files: bool = True) -> list[str]:
     """The checks and expansions of a schema-validated config, in the workflow's order: drop optional
     datasets whose files are missing (returned), check grid and settings, expand bases and seeds, register trained
@@ -337,45 +284,14 @@ def validate(config: dict) -> None:
 
     filling = jsonschema.validators.extend(base, {"properties": with_defaults})
     asked_adaptive = isinstance(config, dict) and bool((config.get("ocsft") or {}).get("adaptive"))
-    ignored = _ignored_hyper(config)
+    ignored = ignored_hyper(config)
     if not filling(schema()).is_valid(config):
         raise ValueError(explain_config(config, schema()))
     if ignored:
         raise ValueError(ignored)
     if asked_adaptive:
         check_adaptive(config)
-    _check_references(config)
-
-
-def _check_references(config: dict) -> None:
-    """A ``frontier.references`` entry no experiment of the config scores (before seeds expand and optional
-    datasets whose files are missing drop their experiments): the frontier would have no reference row and no
-    tests. ValueError with one line."""
-    scored = {e["model"] for e in config["reranking"]["experiments"]}
-    unscored = [r for r in config["frontier"]["references"] if r not in scored]
-    if unscored:
-        raise ValueError(f"config: frontier.references names {', '.join(map(repr, unscored))}, which no "
-                         "reranking.experiments entry scores, so the frontier would have no reference row and no "
-                         "tests; add an experiment of it or drop it from the references")
-
-
-def _ignored_hyper(config) -> str | None:
-    """A ``training.<name>.hyper`` key the config sets that the entry's method never reads (before the
-    schema's defaults fill every key): one line, or None."""
-    from posbias import methods
-
-    for name, run in ((config.get("training") or {}) if isinstance(config, dict) else {}).items():
-        if not isinstance(run, dict) or "ema_decay" not in (run.get("hyper") or {}):
-            continue
-        try:
-            method = methods.get(run.get("method"))
-        except ValueError:
-            continue  # the unknown method gets its own line
-        if not method.ema_teacher:
-            teachers = [m.name for m in methods.METHODS.values() if m.ema_teacher]
-            return (f"config: training.{name}.hyper.ema_decay: method {method.name!r} has no EMA teacher, so the "
-                    f"decay would be ignored; remove it, or use a method with one ({', '.join(teachers)})")
-    return None
+    check_references(config)
 
 
 def load(path: str | Path, files: bool = True) -> dict:
