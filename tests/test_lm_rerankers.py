@@ -149,12 +149,36 @@ def test_sequential_capcal_for_generation(tiny):
     gen = GenerationReranker(LMSpec(str(tiny)))
     windows = _windows(1, 4)
     out = _wrap(gen, "capcal").rank(windows)[0]
-    assert sorted(out.order) == [0, 1, 2, 3] and out.stats["calls"] == 8
+    # one pass per emitted identifier and one for the window's content-free prior
+    assert sorted(out.order) == [0, 1, 2, 3] and out.stats["calls"] == 5
     # alpha = 0 reproduces constrained greedy decoding over the remaining identifiers
     plain = gen.rank_with_priors(windows, lambda p, q: list(p), "")[0]
     zero = GenerationReranker(LMSpec(str(tiny))).rank_with_priors(
         windows, lambda p, q: capcal_scores(p, q, alpha=0.0), "")[0]
     assert plain.order == zero.order
+
+
+def test_sequential_capcal_reads_the_prior_once_per_window(tiny):
+    """"CapCal 仅需一次额外的前向传播（用于估计先验）": the content-free prompt is read once, and each step's
+    prior is that one distribution renormalised over the passages still to place."""
+    from scipy.special import softmax
+
+    gen = GenerationReranker(LMSpec(str(tiny)))
+    window = _windows(1, 4)[0]
+    reads: list[list[list[int]]] = []
+    engine_next_token = gen.engine.next_token
+    gen.engine.next_token = lambda prompts, *a, **k: (reads.append(prompts), engine_next_token(prompts, *a, **k))[1]
+    seen: list[np.ndarray] = []
+    order = gen.rank_with_priors([window], lambda p, q: (seen.append(np.asarray(q)), p)[1], "")[0].order
+    assert [len(r) for r in reads] == [1] * 5  # the prior, then one read of the real prompt per step
+    assert len({tuple(r[0]) for r in reads[1:]}) == 4  # each step's real prompt grows by the emitted identifier
+    assert len(seen) == 4
+    for step, q in enumerate(seen):
+        remaining = [i for i in range(4) if i not in order[:step]]
+        np.testing.assert_allclose(q, seen[0][remaining] / seen[0][remaining].sum(), rtol=1e-6)
+    gen.engine.next_token = engine_next_token
+    (logits,) = gen.engine.next_token([reads[0][0]], [[p[0] for p in gen.paths[:4]]], normalise=False)
+    np.testing.assert_allclose(seen[0], softmax(logits), rtol=1e-5)
 
 
 def test_numeric_identifier_prompt_and_parsing():

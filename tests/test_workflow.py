@@ -216,11 +216,11 @@ def test_capcal_paper_preset_plans_the_whole_dag(workdir, preset_plans):
     assert _plan_jobs(preset_plans, "capcal") == {k: counts[k] for k in ("rerank", "train")}
     assert counts["train"] == 1  # the permutation-augmented fine-tuned model
     assert counts["combine_lists"] == 38  # PermSC@10, the comparison, on every decoding experiment
-    # 52 experiments x 11 orders: 6 sweep the placeholder (free, constrained, capcal and 5 variants), 32 compare
-    # (free, constrained, capcal), 6 read the first token (none, capcal), 8 try other first stages (constrained
-    # without and with capcal, and free)
-    assert counts["rerank_order"] == 11 * (6 * 8 + 32 * 3 + 6 * 2 + 8 * 3)
-    assert counts["rerank"] == 6 * 8 + 32 * 3 + 6 * 2 + 8 * 3  # one model load reranks all 11 orders of a method
+    # 52 experiments x 11 orders: 6 sweep the placeholder and alpha's constants (free, constrained, capcal with
+    # the released code's constants, capcal@ours and 5 placeholders), 32 compare (free, constrained, capcal), 6
+    # read the first token (none, capcal), 8 try other first stages (constrained without and with capcal, and free)
+    assert counts["rerank_order"] == 11 * (6 * 9 + 32 * 3 + 6 * 2 + 8 * 3)
+    assert counts["rerank"] == 6 * 9 + 32 * 3 + 6 * 2 + 8 * 3  # one model load reranks all 11 orders of a method
     # the ten benchmarks' prebuilt BM25; SPLADE++ on four general sets (prebuilt), Contriever on DBPedia and
     # Touché (prebuilt) and on DL19 and DL20 (MS MARCO's Contriever index, built by the DAG)
     assert counts["paper_table"] == 6 and counts["retrieve"] == 10 + 4 + 4 and counts["index"] == 2

@@ -16,7 +16,8 @@ scores where it has them). Its capabilities are declared, not probed:
   internals): ``"per_window"`` (:meth:`Reranker.content_free_inputs`: the answer distribution of a
   window and of the same prompt with content-free passages) or ``"per_step"``
   (:meth:`Reranker.rank_with_priors`: decoding one identifier at a time, each step's distribution and
-  its content-free prior handed to a function that picks the step's scores), ``"per_slot"`` (a
+  the window's content-free prior, read once and renormalised over the remaining identifiers, handed to
+  a function that picks the step's scores), ``"per_slot"`` (a
   pointwise scorer: :meth:`Reranker.content_free_inputs` gives each slot's score and the same slot's
   score with content-free passages), or None.
 - ``batches_itself``: its engine batches and schedules requests itself (vLLM, :mod:`posbias.engines`):
@@ -121,6 +122,7 @@ class Reranker(ABC):
 
     def rank_with_priors(self, windows: list[Window], adjust: Callable, placeholder: str) -> list[WindowResult]:
         """``priors == "per_step"``: decode the ranking one identifier at a time; at each step
-        ``adjust(p_real, p_empty)`` turns the step's distribution and its content-free prior into the scores
-        the step picks from."""
+        ``adjust(p_real, p_empty)`` turns the step's distribution and the window's content-free prior (read
+        once per window, renormalised over the identifiers still to place) into the scores the step picks
+        from."""
         raise NotImplementedError(f"{type(self).__name__} gives no per-step content-free priors")

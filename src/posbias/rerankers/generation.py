@@ -77,13 +77,15 @@ class GenerationReranker(ListwiseLM):
     def rank_with_priors(self, windows: list[Window], adjust, placeholder: str) -> list[WindowResult]:
         """Sequential CapCal: constrained decoding that emits only valid, unused identifiers.
 
-        At each step the next-identifier distribution is read for the real prompt and for the
-        content-free prompt (passages replaced by ``placeholder``), each renormalised over the
-        passages still to place and with the same answer prefix; ``adjust(p_real, p_empty)``
-        gives the scores and the best remaining passage is emitted: its tokens ``X] > [`` are appended
-        to both prompts as a generating model would emit them (:func:`step_tokens`). Costs 2 forward
-        passes per emitted identifier, plus one per shared prefix of multi-token identifiers; each
-        pass reads the whole prefix again (no KV-cache reuse), which the compute plan counts.
+        The content-free prior (the prompt with every passage replaced by ``placeholder``) is read once
+        per window, over all its identifiers, as the paper costs it ("CapCal 仅需一次额外的前向传播（用于
+        估计先验）"). At each step the real prompt's next-identifier distribution is read, both it and
+        the prior are renormalised over the passages still to place, ``adjust(p_real, p_empty)`` gives
+        the scores and the best remaining passage is emitted: its tokens ``X] > [`` are appended to the
+        real prompt as a generating model would emit them (:func:`step_tokens`). Costs one forward pass
+        per emitted identifier plus one for the prior (and one per shared prefix of multi-token
+        identifiers); each pass reads the whole prefix again (no KV-cache reuse), which the compute plan
+        counts.
         """
         import numpy as np
         from scipy.special import softmax
@@ -99,17 +101,21 @@ class GenerationReranker(ListwiseLM):
                               style=self.spec.prompt, id_style=self.spec.identifiers)
                        for texts in (w.texts, [placeholder] * n)]
             self.stats["truncated_passages"] += prompts[0].truncated
-            rows = [list(p.input_ids or self.tokenizer(p.text, add_special_tokens=True)["input_ids"]) for p in prompts]
-            remaining, chosen, calls, tokens = list(range(n)), [], 0, 0
+            real, empty = (list(p.input_ids or self.tokenizer(p.text, add_special_tokens=True)["input_ids"])
+                           for p in prompts)
+            (prior,), costs = identifier_scores(self.engine, [empty], [self.paths[:n]], self.multi_token)
+            prior = softmax(prior)  # renormalising its restriction to the remaining passages = their softmax
+            remaining, chosen = list(range(n)), []
+            calls, tokens = costs[0]
             while remaining:
-                scores, costs = identifier_scores(self.engine, rows, [[self.paths[i] for i in remaining]] * 2,
-                                                  self.multi_token)
-                calls += sum(c for c, _ in costs)
-                tokens += sum(t for _, t in costs)
-                best = remaining[int(np.argmax(adjust(softmax(scores[0]), softmax(scores[1]))))]
+                (scores,), costs = identifier_scores(self.engine, [real], [[self.paths[i] for i in remaining]],
+                                                     self.multi_token)
+                calls, tokens = calls + costs[0][0], tokens + costs[0][1]
+                empty_here = prior[remaining] / prior[remaining].sum()
+                best = remaining[int(np.argmax(adjust(softmax(scores), empty_here)))]
                 chosen.append(best)
                 remaining.remove(best)
-                rows = [r + list(steps[best]) for r in rows]
+                real = real + list(steps[best])
             self.stats["forward_passes"] += calls
             self.stats["prompt_tokens"] += tokens
             results.append(WindowResult(order=chosen, stats={"calls": calls, "prompt_tokens": tokens}))
