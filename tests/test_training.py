@@ -105,6 +105,35 @@ train(sys.argv[1], listwise, spec, Path(sys.argv[2]), Path(sys.argv[3]))
 """
 
 
+def test_a_training_step_out_of_memory_is_one_line_naming_what_to_lower(setup, tmp_path, monkeypatch):
+    """A step that cannot allocate (CUDA's OutOfMemoryError here; torch's CPU allocator raises a RuntimeError)
+    stops the run with one line naming the step, the batch size and accumulation to change, and where the
+    checkpoints are; no model is written. Other runtime errors pass through unchanged."""
+    from posbias.training import run as run_module
+
+    root, listwise = setup
+    base = run_module.trainer_class()
+
+    class Exhausted(base):
+        def training_step(self, *args, **kwargs):
+            if self.state.global_step == 2:
+                raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+            return super().training_step(*args, **kwargs)
+
+    monkeypatch.setattr(run_module, "trainer_class", lambda: Exhausted)
+    spec = TrainSpec.create(method="first", learning_rate=3e-3, max_steps=10, batch_size=4, grad_accum=1,
+                            save_steps=1, save_total_limit=10, logging_steps=1)
+    with pytest.raises(PosbiasError, match=r"^training step 3 ran out of memory \(CUDA out of memory\. Tried to "
+                                           r"allocate 2\.00 GiB\); lower hyper\.batch_size \(now 4\) and raise "
+                                           r"hyper\.grad_accum \(now 1\)") as caught:
+        train(str(root / "base"), listwise, spec, tmp_path / "work", tmp_path / "out")
+    assert "\n" not in str(caught.value) and str(tmp_path / "work") in str(caught.value)
+    assert not (tmp_path / "out").exists() and (tmp_path / "work" / "checkpoint-2").is_dir()
+    assert run_module.out_of_memory(RuntimeError("[enforce fail at alloc_cpu.cpp:117] data. DefaultCPUAllocator: "
+                                                 "can't allocate memory: you tried to allocate 1099511627776 bytes."))
+    assert not run_module.out_of_memory(RuntimeError("mat1 and mat2 shapes cannot be multiplied"))
+
+
 def test_sigterm_checkpoints_the_current_step_and_the_rerun_resumes_from_it(setup, tmp_path):
     """Preemption: SIGTERM mid-training writes a checkpoint at the current step (no periodic saves here),
     exits non-zero, and the rerun resumes there and ends with the model of an uninterrupted run."""

@@ -23,10 +23,11 @@ from posbias.config.experiments import (
     retriever_kind,
     variant_of,
 )
-from posbias.config.effects import check_adaptive, check_references, ignored_hyper
+from posbias.config.effects import check_adaptive, check_references, ignored_setting
 from posbias.config.files import check_files, drop_unavailable
 from posbias.config.messages import check_duplicate_keys, explain_config
 from posbias.config.schema_defaults import schema
+from posbias.engines.vllm_engine import worker_python
 from posbias.errors import PosbiasError
 from posbias.rerankers import modes
 from posbias.retrieval import kinds
@@ -114,6 +115,10 @@ def check_settings(config: dict, files: bool = True) -> None:
         if engine and model["mode"] not in engine.modes:
             raise ValueError(f"config: models.{name}.engine {model['engine']}: mode {model['mode']} runs on "
                              f"transformers only ({engine.why_not}); set engine: transformers")
+        if files and engine and model["engine"] == "vllm" and not worker_python(model["vllm"]["python"]).is_file():
+            raise ValueError(f"config: models.{name}.vllm.python {worker_python(model['vllm']['python'])} does not "
+                             "exist; run ./posbias.sh demo (it creates .venv-vllm) or point it at an environment "
+                             "with vLLM (README, 'The vLLM engine')")
     rr = config["reranking"]
     if rr["step"] > rr["window"]:
         raise ValueError(f"config: reranking.step {rr['step']} is larger than reranking.window {rr['window']}: "
@@ -133,6 +138,15 @@ def check_settings(config: dict, files: bool = True) -> None:
             raise ValueError(f"config: models.{name}.path {path}: no such local model folder; fix the path (a hub "
                              "id has no leading ./ or /)")
         check_gguf(name, spec, files)
+        target = config["models"].get(path)
+        if target is not None and (path == name or target["kind"] != spec["kind"] or "path" in target
+                                   and target["path"] in config["models"]):
+            raise ValueError(f"config: models.{name}.path {path!r} names "
+                             + ("the entry itself" if path == name else
+                                f"a {target['kind']} entry" if target["kind"] != spec["kind"] else
+                                f"an entry that names another entry ({target['path']!r})")
+                             + f"; a path names a {spec['kind']} entry with its own weights (a `path` folder, `build`, "
+                               "`gguf`), an HF id or a folder")
         train_on = spec.get("tiny", {}).get("train_on")
         if spec.get("build") and train_on and train_on not in config["datasets"]:
             raise ValueError(f"config: models.{name}.tiny.train_on {train_on!r} is not a datasets entry; "
@@ -215,6 +229,9 @@ def check_experiments(config: dict) -> None:
                     debias.options(config["reranking"], name)  # e.g. a variant that is not defined
                 except ValueError as exc:
                     raise ValueError(f"config: {where}.{key}: {exc}") from None
+                problem = debias.METHODS[spec.method].check(family, debias.options(config["reranking"], name))
+                if problem:
+                    raise ValueError(f"config: {where}.{key}: {name} on {e['model']!r}, a {family} scorer, {problem}")
                 if family not in debias.METHODS[spec.method].families:
                     fits = ", ".join(n for n, m in debias.METHODS.items() if family in m.families)
                     raise ValueError(f"config: {where}.{key}: {name} does not apply to {e['model']!r}, a {family} "
@@ -284,7 +301,7 @@ def validate(config: dict) -> None:
 
     filling = jsonschema.validators.extend(base, {"properties": with_defaults})
     asked_adaptive = isinstance(config, dict) and bool((config.get("ocsft") or {}).get("adaptive"))
-    ignored = ignored_hyper(config)
+    ignored = ignored_setting(config)
     if not filling(schema()).is_valid(config):
         raise ValueError(explain_config(config, schema()))
     if ignored:

@@ -1,5 +1,5 @@
-"""Settings that would do less than they seem: refused in one line (a key the method never reads, an adaptive
-budget no experiment can run, a frontier reference no experiment scores) or printed as a notice and run
+"""Settings that would do less than they seem: refused in one line (a key its entry never reads, an adaptive
+budget no experiment can run, a frontier or evaluation reference no experiment scores) or printed as a notice and run
 (:func:`notices`). :func:`posbias.config.checks.validate` calls the refusals, the Snakefile prints the notices."""
 
 from __future__ import annotations
@@ -62,10 +62,29 @@ def notices(config: dict) -> list[str]:
 
 
 
-def ignored_hyper(config) -> str | None:
-    """A ``training.<name>.hyper`` key the config sets that the entry's method never reads (before the
-    schema's defaults fill every key): one line, or None."""
-    for name, run in ((config.get("training") or {}) if isinstance(config, dict) else {}).items():
+def ignored_setting(config) -> str | None:
+    """A key the config sets (before the schema's defaults fill every key) that its entry never reads: a
+    ``training.<name>.hyper.ema_decay`` on a method without an EMA teacher, a ``models`` entry's
+    ``identifiers`` on the Grades scorer (it marks passages with slot markers), its ``grade_window`` on a
+    listwise reader (whose window is ``reranking.window``), an ``engine`` on a simulated scorer. One line,
+    or None."""
+    if not isinstance(config, dict):
+        return None
+    for name, model in (config.get("models") or {}).items():
+        if not isinstance(model, dict):
+            continue
+        mode = model.get("mode", "first")
+        if model.get("kind") == "causal_lm" and mode == "grades" and "identifiers" in model:
+            return (f"config: models.{name}.identifiers: the Grades scorer (mode grades) marks each passage with a "
+                    "slot marker and reads grades, not identifiers, so it would be ignored; remove it")
+        if model.get("kind") == "causal_lm" and mode != "grades" and "grade_window" in model:
+            return (f"config: models.{name}.grade_window sets a Grades scorer's window, but mode {mode} reads "
+                    "windows of reranking.window passages, so it would be ignored; remove it or set "
+                    "reranking.window")
+        if model.get("kind") == "simulated" and "engine" in model:
+            return (f"config: models.{name}.engine: a simulated scorer runs no model, so the engine would be "
+                    "ignored; remove it")
+    for name, run in (config.get("training") or {}).items():
         if not isinstance(run, dict) or "ema_decay" not in (run.get("hyper") or {}):
             continue
         try:
@@ -89,3 +108,8 @@ def check_references(config: dict) -> None:
         raise ValueError(f"config: frontier.references names {', '.join(map(repr, unscored))}, which no "
                          "reranking.experiments entry scores, so the frontier would have no reference row and no "
                          "tests; add an experiment of it or drop it from the references")
+    reference = config["evaluation"].get("reference")
+    if reference is not None and reference not in scored:
+        raise ValueError(f"config: evaluation.reference {reference!r} is reranked by no reranking.experiments entry, "
+                         "so the versus_baselines table would test nothing against it; name one of "
+                         f"{', '.join(sorted(scored)) or '(no experiments)'} or set it to null")

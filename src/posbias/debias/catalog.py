@@ -49,6 +49,8 @@ class DebiasMethod:
     ``function(runs, **settings)`` with those orders' runs and returning one run. ``families``: the scorers it applies to,
     ``listwise`` rerankers and/or ``pointwise`` Grades scorers (whose BSC@K the stability stage
     computes from their shuffled orders, so the permutation methods are listwise only here).
+    ``check(family, settings)``: what the method cannot do on a scorer of ``family`` with its ``settings``
+    (those ``settings`` picks), one line, or None: the config is refused with it before any job.
     ``claim``: the id of the papers' directional claim that tests the method against the plain reading
     (:mod:`posbias.reproduction.claims`), if one does.
     ``probe``: the presentation channel (``markers``, …) whose sensitivity the method's K = 1 view measures:
@@ -67,6 +69,7 @@ class DebiasMethod:
     probe: str | None = None
     lists: Callable[[DebiasSpec], list[str]] | None = None
     combine: str | None = None
+    check: Callable[[str, dict], str | None] = lambda family, settings: None
     claim: str | None = None
 
 
@@ -98,6 +101,15 @@ def _capcal_settings(reranking: dict, spec) -> dict:
                          f"({', '.join(capcal['variants']) or 'none defined'}); define it there")
     chosen = {k: capcal[k] for k in ("alpha", "c", "alpha_max", "placeholder", "placeholder_length")}
     return chosen | (capcal["variants"][spec.variant] if spec.variant else {})
+
+
+def _capcal_check(family: str, settings: dict) -> str | None:
+    """A pointwise scorer gives no answer distribution over identifiers for the entropy-adaptive α."""
+    if family == "pointwise" and settings["alpha"] is None:
+        return ("needs a fixed alpha (the entropy-adaptive alpha reads an answer distribution "
+                "over identifiers, which a Grades scorer does not give); set the variant's alpha (e.g. "
+                "reranking.capcal.variants.exact: {alpha: 1.0}, capcal@exact)")
+    return None
 
 
 def placeholder(settings: dict) -> str:
@@ -133,7 +145,7 @@ def _capcal(base, spec, seed, settings):
 METHODS: dict[str, DebiasMethod] = {m.name: m for m in (
     DebiasMethod("none", False, "no debiasing", None, families=frozenset({"listwise", "pointwise"})),
     DebiasMethod("capcal", False, "CapCal (content-agnostic calibration){variant}", _capcal, takes_variant=True,
-                 settings=_capcal_settings, families=frozenset({"listwise", "pointwise"}),
+                 settings=_capcal_settings, families=frozenset({"listwise", "pointwise"}), check=_capcal_check,
                  claim="capcal-lifts-quality"),
     DebiasMethod("permsc", True, "PermSC@{k} (the {k} reranked shuffled lists aggregated)", None, level="list",
                  settings=_aggregation, lists=_shuffled_lists, combine="posbias.debias.list_level:aggregate_runs",

@@ -37,6 +37,13 @@ from posbias.errors import PosbiasError
 
 WORKER = Path(__file__).with_name("vllm_worker.py")
 CHECKOUT = Path(__file__).resolve().parents[3]  # where ./posbias.sh creates .venv-vllm
+
+
+def worker_python(setting: str) -> Path:
+    """The interpreter a ``vllm.python`` setting names: absolute; relative to the working directory where
+    it exists there, else to the checkout (as ./posbias.sh made it); empty, this process's."""
+    python = Path(setting or sys.executable)
+    return python if python.is_absolute() or python.exists() else CHECKOUT / python
 log = logging.getLogger(__name__)
 _MODES = {False: "raw_logits", True: "raw_logprobs"}  # vLLM's logprobs_mode for next_token(normalise=…)
 
@@ -89,9 +96,7 @@ class VllmEngine(Engine):
     def _start(self, mode: str) -> None:
         if self._process is not None:
             return
-        python = Path(self.spec.vllm["python"] or sys.executable)
-        if not python.is_absolute() and not python.exists():  # relative to the checkout, as ./posbias.sh made it
-            python = CHECKOUT / python
+        python = worker_python(self.spec.vllm["python"])
         if not python.is_file():
             raise PosbiasError(f"models entry {self.spec.path}: vllm.python {python} does not exist; run "
                                "./posbias.sh demo (it creates .venv-vllm) or point vllm.python at an environment "

@@ -14,6 +14,7 @@ import polars as pl
 import torch
 
 from posbias import registry
+from posbias.errors import PosbiasError
 from posbias.training.checkpoints import (
     claim_work_dir,
     last_checkpoint,
@@ -35,6 +36,22 @@ def first_queries(instances: pl.DataFrame, n: int) -> pl.DataFrame:
     budget): sorted ids, so a smaller budget's queries are a subset of a larger one's."""
     kept = sorted(set(instances["query_id"].to_list()))[:n]
     return instances.filter(pl.col("query_id").is_in(kept))
+
+
+def out_of_memory(exc: BaseException) -> bool:
+    """Whether ``exc`` is an allocation failure: CUDA's ``OutOfMemoryError``, Python's ``MemoryError``, or
+    the ``RuntimeError`` torch's CPU allocator raises ("DefaultCPUAllocator: can't allocate memory")."""
+    text = str(exc).lower()
+    return isinstance(exc, (torch.OutOfMemoryError, MemoryError)) or (
+        isinstance(exc, RuntimeError) and ("can't allocate memory" in text or "out of memory" in text))
+
+
+def memory_message(spec: TrainSpec, step: int, work_dir: Path, exc: BaseException) -> str:
+    """The one line for a training step that ran out of memory: what the step held and what to lower."""
+    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:160]
+    return (f"training step {step + 1} ran out of memory ({first}); lower hyper.batch_size (now {spec.batch_size}) "
+            f"and raise hyper.grad_accum (now {spec.grad_accum}) to keep their product, or set "
+            f"hyper.gradient_checkpointing: true, or LoRA (hyper.lora); checkpoints so far stay in {work_dir}")
 
 
 def train(base_model: str, instances: pl.DataFrame, spec: TrainSpec, work_dir: Path, out_dir: Path,
@@ -93,6 +110,10 @@ def train(base_model: str, instances: pl.DataFrame, spec: TrainSpec, work_dir: P
     trainer.add_callback(preemption)
     try:
         trainer.train(resume_from_checkpoint=resume)
+    except (RuntimeError, MemoryError) as exc:  # torch.OutOfMemoryError is a RuntimeError
+        if not out_of_memory(exc):
+            raise
+        raise PosbiasError(memory_message(spec, trainer.state.global_step, work_dir, exc)) from exc
     finally:
         preemption.restore()
     if preemption.stopped_at is not None:
