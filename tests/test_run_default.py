@@ -90,7 +90,7 @@ def test_smollm2_is_converted_from_its_gguf_wheel_and_reranks_dl19(default_run):
 
 
 def smollm2_readme_rows(run) -> list[str]:
-    """The README's real-model table, as this run gives it (tests the README cannot go stale)."""
+    """docs/demo.md's real-model table, as this run gives it (tests the page cannot go stale)."""
     summary = {r["debias"]: r for r in _summary(run).filter(pl.col("model") == "smollm2").to_dicts()}
     curve = pl.read_parquet(run.path("results", "metrics", "rerank", "smollm2", "dl19-real", "imported:bm25",
                                      "none.curve.parquet")).sort("position")
@@ -117,10 +117,10 @@ def smollm2_readme_rows(run) -> list[str]:
     ]
 
 
-def test_the_readme_shows_this_runs_real_model_numbers(default_run):
-    readme = (REPO / "README.md").read_text()
-    missing = [row for row in smollm2_readme_rows(default_run) if row not in readme]
-    assert not missing, "README.md's SmolLM2 table is stale; this run gives:\n" + "\n".join(missing)
+def test_the_demo_page_shows_this_runs_real_model_numbers(default_run):
+    page = (REPO / "docs" / "demo.md").read_text()
+    missing = [row for row in smollm2_readme_rows(default_run) if row not in page]
+    assert not missing, "docs/demo.md's SmolLM2 table is stale; this run gives:\n" + "\n".join(missing)
 
 
 def test_the_real_model_slice_reruns_the_published_studys_cells(default_run):

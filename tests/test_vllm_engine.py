@@ -10,6 +10,10 @@ reads log-probabilities over the whole vocabulary). One vLLM process per model, 
 It runs vLLM's CPU build from .venv-vllm, which ./posbias.sh creates.
 """
 
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -160,3 +164,48 @@ def test_a_missing_environment_and_the_grades_scorer_are_one_line_errors(tiny):
     with pytest.raises(ValueError, match="models.tiny-grades.engine vllm: mode grades runs on transformers only"):
         config.check_settings(cfg, files=False)
     assert "grades" not in ENGINES["vllm"].modes
+
+
+_KILLED_JOB = """
+import os, signal, sys
+sys.path.insert(0, sys.argv[2])
+from tests.test_vllm_engine import _spec, _windows
+from posbias.rerankers.first import FirstReranker
+reranker = FirstReranker(_spec(sys.argv[1], "vllm"))
+reranker.rank(_windows(1))
+print(reranker.engine._process.pid, flush=True)
+os.kill(os.getpid(), signal.SIGTERM)  # as Snakemake or SLURM ends a job: Python's default handler, no atexit
+"""
+
+
+def _descendants(pid: int) -> set[int]:
+    """Every process below ``pid`` (from /proc)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    out, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.add(child)
+            todo.append(child)
+    return out
+
+
+def test_a_job_killed_by_sigterm_leaves_no_vllm_engine_running(tiny):
+    """A rerank job ended by SIGTERM (its atexit close never runs) takes its vLLM worker and the worker's
+    engine processes with it (PR_SET_PDEATHSIG): before, they kept computing, reparented to init."""
+    job = subprocess.Popen([sys.executable, "-c", _KILLED_JOB, str(tiny), str(REPO)], stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL, text=True, cwd=REPO)
+    worker = int(job.stdout.readline())
+    engine_processes = _descendants(worker) | {worker}
+    assert job.wait(timeout=60) == -signal.SIGTERM
+    deadline = time.time() + 60
+    while time.time() < deadline and any(Path(f"/proc/{pid}").exists() for pid in engine_processes):
+        time.sleep(0.5)
+    alive = [pid for pid in engine_processes if Path(f"/proc/{pid}").exists()
+             and "Z" not in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]]
+    assert not alive, f"vLLM processes outlived their job: {alive}"

@@ -260,12 +260,12 @@ def test_ocsft_paper_preset_plans_the_whole_dag(workdir, preset_plans):
     assert counts["paper_table"] == 6 and counts["paper_figure"] == 3
 
 
-def test_the_readme_shows_the_current_presets_plans(preset_plans):
-    """The README's preset table is what `python -m posbias.dry_plan --readme` writes for today's presets."""
+def test_the_docs_show_the_current_presets_plans(preset_plans):
+    """docs/presets.md's plan table is what `python -m posbias.dry_plan --readme` writes for today's presets."""
     block = dry_plan.readme_block(preset_plans)
-    readme = (REPO / "README.md").read_text()
+    readme = (REPO / "docs" / "presets.md").read_text()
     start, end = readme.index(dry_plan.README_START), readme.index(dry_plan.README_END)
     assert readme[start:end + len(dry_plan.README_END)] == block, \
-        "run: python -m posbias.dry_plan --readme README.md config/paper/*.yaml"
+        "run: python -m posbias.dry_plan --readme docs/presets.md config/paper/*.yaml"
     totals = {m.group(1): int(m.group(2).replace(",", "")) for m in re.finditer(r"\| (\w+) \| all \| ([\d,]+) \|", block)}
     assert set(totals) == {"capcal", "debiasfirst", "ocsft"} and all(v > 0 for v in totals.values())

@@ -8,7 +8,7 @@ scaled to the dataset's real number of queries (ir_datasets' metadata, offline, 
 stand-ins file gives for a file the user provides). Every count is then an estimate (``~``).
 
     python -m posbias.dry_plan config/paper/*.yaml [--out DIR]       # DIR/<preset>.md, .csv, .tex (+ <preset>-serving.*)
-    python -m posbias.dry_plan --readme README.md config/paper/*.yaml # the README's preset table
+    python -m posbias.dry_plan --readme docs/presets.md config/paper/*.yaml # the preset table
 
 With the data at hand, ``snakemake plan`` counts exactly instead.
 """
@@ -149,7 +149,7 @@ def preset_summaries(configs: list[Path], stand_ins: str | Path = STAND_INS) -> 
 
 
 def readme_block(summaries: dict[str, tuple[pl.DataFrame, str]]) -> str:
-    """The README's table of the presets' plans (:func:`preset_summaries`): per preset and family, and in
+    """The presets' plan table (docs/presets.md) (:func:`preset_summaries`): per preset and family, and in
     total."""
     lines = [README_START, "", "| preset | family | jobs | model loads | model calls | prompt tokens | device-hours "
              "(transformers) | device-hours (vLLM) |", "|---|---|---|---|---|---|---|---|"]
@@ -174,14 +174,14 @@ def readme_block(summaries: dict[str, tuple[pl.DataFrame, str]]) -> str:
               "(their model time; loads are shared) is what a reading with fewer shuffles saves. A model whose own "
               "tokenizer is not in the local HF cache has its tokens counted by the real tokenizer of its family "
               "(posbias.standins) or, failing one, the rule of thumb (the table above says which). Written by "
-              "`python -m posbias.dry_plan --readme README.md config/paper/*.yaml`; a test checks it is current.",
+              "`python -m posbias.dry_plan --readme docs/presets.md config/paper/*.yaml`; a test checks it is current.",
               "", README_END]
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Each config's dry plan as DIR/<config name>.md, .csv and .tex, with one summary line per config
-    on stdout; or, with ``--readme``, the README's preset table rewritten. A config the plan refuses (a
+    on stdout; or, with ``--readme FILE``, the preset table in FILE (docs/presets.md) rewritten. A config the plan refuses (a
     :class:`PosbiasError`, or a config check's ValueError) is one line on stderr and exit status 1."""
     import argparse
     import logging
@@ -190,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("configs", nargs="+", type=Path)
     parser.add_argument("--stand-ins", type=Path, default=STAND_INS, help="the stand-ins file")
     parser.add_argument("--out", type=Path, default=Path(paths.plan()).parent)
-    parser.add_argument("--readme", type=Path, help="rewrite this README's preset plan table")
+    parser.add_argument("--readme", type=Path, help="rewrite the preset plan table in this file (docs/presets.md)")
     args = parser.parse_args(argv)
     logging.disable(logging.INFO)
     try:

@@ -26,7 +26,7 @@ from posbias.config.experiments import (
 from posbias.config.effects import check_adaptive, check_references, ignored_setting
 from posbias.config.files import check_files, drop_unavailable
 from posbias.config.messages import check_duplicate_keys, explain_config
-from posbias.config.schema_defaults import schema
+from posbias.config.schema_defaults import defaults, schema
 from posbias.engines.vllm_engine import worker_python
 from posbias.errors import PosbiasError
 from posbias.rerankers import modes
@@ -115,8 +115,9 @@ def check_settings(config: dict, files: bool = True) -> None:
         if engine and model["mode"] not in engine.modes:
             raise ValueError(f"config: models.{name}.engine {model['engine']}: mode {model['mode']} runs on "
                              f"transformers only ({engine.why_not}); set engine: transformers")
-        if files and engine and model["engine"] == "vllm" and not worker_python(model["vllm"]["python"]).is_file():
-            raise ValueError(f"config: models.{name}.vllm.python {worker_python(model['vllm']['python'])} does not "
+        python = worker_python(model.get("vllm", defaults("models", "vllm"))["python"])
+        if files and engine and model["engine"] == "vllm" and not python.is_file():
+            raise ValueError(f"config: models.{name}.vllm.python {python} does not "
                              "exist; run ./posbias.sh demo (it creates .venv-vllm) or point it at an environment "
                              "with vLLM (README, 'The vLLM engine')")
     rr = config["reranking"]

@@ -39,6 +39,21 @@ WORKER = Path(__file__).with_name("vllm_worker.py")
 CHECKOUT = Path(__file__).resolve().parents[3]  # where ./posbias.sh creates .venv-vllm
 
 
+def _die_with_parent() -> None:
+    """In the worker, before it starts: SIGTERM when the job that started it dies, however it dies (Snakemake's
+    or SLURM's SIGTERM, which ends Python without its atexit close; SIGKILL; the OOM killer), so no engine is
+    left computing for nobody; vLLM shuts its engine processes down on SIGTERM. Linux's PR_SET_PDEATHSIG
+    (prctl(2)); elsewhere the worker ends when its input closes. The engine starts its worker from the job's
+    main thread, whose end is the job's end (the signal follows the thread that forked)."""
+    import ctypes
+    import signal
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
+    except (AttributeError, OSError):
+        pass
+
+
 def worker_python(setting: str) -> Path:
     """The interpreter a ``vllm.python`` setting names: absolute; relative to the working directory where
     it exists there, else to the checkout (as ./posbias.sh made it); empty, this process's."""
@@ -105,7 +120,8 @@ class VllmEngine(Engine):
         # no usage report to stats.vllm.ai: compute nodes are often offline, and a job sends nowhere
         env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": str(self.spec.vllm["kv_cache_gib"]), "VLLM_NO_USAGE_STATS": "1"}
         self._process = subprocess.Popen([str(python), str(WORKER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=subprocess.PIPE, text=True, env=env)
+                                         stderr=subprocess.PIPE, text=True, env=env, preexec_fn=_die_with_parent,
+                                         start_new_session=True)  # its group: the worker and vLLM's processes
         threading.Thread(target=self._relay, daemon=True).start()
         atexit.register(self.close)
         self.mode = mode

@@ -19,10 +19,21 @@ Requests (after the first line, the engine settings):
 
 import json
 import os
+import signal
 import sys
 
 
+def _end_group(signum, frame) -> None:
+    """SIGTERM (the job's close, or its death through PR_SET_PDEATHSIG): pass it to the engine processes vLLM
+    started in this worker's process group (the job starts the worker in a session of its own), which shut
+    down on it, then exit; otherwise they outlive the worker, reparented to init."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    os.killpg(os.getpgrp(), signal.SIGTERM)
+    os._exit(128 + signum)
+
+
 def main() -> None:
+    signal.signal(signal.SIGTERM, _end_group)
     # run as a file, its folder comes first on sys.path: drop it, so that no module beside it shadows a library
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
