@@ -6,7 +6,8 @@ Two runs of one config write identical artifacts except for wall-clock measureme
 here (:data:`TIMING_FIELDS`: Parquet columns, JSON keys and table columns) and the provenance record
 (it names the commit, which may differ). Parquet files are compared by frame, JSON by value, tables
 (CSV by column; Markdown, LaTeX and TREC by line) as text. Prints one line per differing or missing file
-and a summary; exits 1 when anything differs.
+and a summary; exits 1 when anything differs. Where both folders have a rerank table, it also prints how its
+metrics moved per experiment and method (:func:`metric_deltas`: B − A), for two configs as much as two runs.
 """
 
 from __future__ import annotations
@@ -84,15 +85,36 @@ def compare(a: Path, b: Path) -> list[str]:
     return problems
 
 
+KEYS = ("model", "dataset", "retriever", "debias")
+METRICS = ("ndcg10_original", "ndcg10_shuffled_mean", "tau_psi", "psi")  # the rerank table's headline columns
+
+
+def metric_deltas(a: Path, b: Path) -> pl.DataFrame:
+    """The rerank table's headline metrics of both folders (``tables/rerank.csv``) side by side, per experiment and
+    debiasing method both have, with B − A; empty where either folder has no rerank table."""
+    files = [folder / "tables" / "rerank.csv" for folder in (a, b)]
+    if not all(f.is_file() for f in files):
+        return pl.DataFrame()
+    x, y = (pl.read_csv(f, infer_schema_length=None).select(*KEYS, *METRICS) for f in files)
+    joined = x.join(y, on=list(KEYS), suffix="_b")
+    return joined.select(*KEYS, *((pl.col(f"{m}_b") - pl.col(m)).alias(f"Δ {m}") for m in METRICS))
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = argv if argv is not None else sys.argv[1:]
-    if len(args) != 2:
-        print("usage: python -m posbias.compare RESULTS_A RESULTS_B", file=sys.stderr)
-        return 2
-    a, b = map(Path, args)
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m posbias.compare", description=__doc__.splitlines()[0])
+    parser.add_argument("a", type=Path, metavar="RESULTS_A")
+    parser.add_argument("b", type=Path, metavar="RESULTS_B")
+    args = parser.parse_args(argv)
+    a, b = args.a, args.b
     problems = compare(a, b)
     for line in problems:
         print(line)
+    deltas = metric_deltas(a, b)
+    if deltas.height:
+        with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=160, float_precision=4, tbl_hide_dataframe_shape=True):
+            print(f"rerank metrics, B − A:\n{deltas}")
     checked = sum(1 for p in a.rglob("*") if p.is_file() and p.suffix in {".parquet", ".json", ".csv", *_TEXT})
     print(f"{checked} artifacts compared, {len(problems)} differ or are missing "
           f"(timing fields aside: {', '.join(sorted(TIMING_FIELDS))})")

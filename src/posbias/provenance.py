@@ -130,11 +130,12 @@ class ReportLine:
 
 
 def main(argv: list[str] | None = None) -> int:
-    paths = (argv if argv is not None else sys.argv[1:])
-    if not paths:
-        print("usage: python -m posbias.provenance ARTIFACT [ARTIFACT ...]", file=sys.stderr)
-        return 2
-    for path in paths:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m posbias.provenance",
+                                     description="Print what produced each artifact (.parquet, .png, .pdf, table .md).")
+    parser.add_argument("paths", nargs="+", metavar="ARTIFACT")
+    for path in parser.parse_args(argv).paths:
         try:
             print(json.dumps({"artifact": str(path), **read(path)}, indent=1))
         except (ValueError, OSError) as exc:

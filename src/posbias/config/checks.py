@@ -119,7 +119,7 @@ def check_settings(config: dict, files: bool = True) -> None:
         if files and engine and model["engine"] == "vllm" and not python.is_file():
             raise ValueError(f"config: models.{name}.vllm.python {python} does not "
                              "exist; run ./posbias.sh demo (it creates .venv-vllm) or point it at an environment "
-                             "with vLLM (README, 'The vLLM engine')")
+                             "with vLLM (docs/usage.md, 'The vLLM engine')")
     rr = config["reranking"]
     if rr["step"] > rr["window"]:
         raise ValueError(f"config: reranking.step {rr['step']} is larger than reranking.window {rr['window']}: "

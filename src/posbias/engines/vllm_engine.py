@@ -115,7 +115,7 @@ class VllmEngine(Engine):
         if not python.is_file():
             raise PosbiasError(f"models entry {self.spec.path}: vllm.python {python} does not exist; run "
                                "./posbias.sh demo (it creates .venv-vllm) or point vllm.python at an environment "
-                               "with vLLM (README, 'The vLLM engine')")
+                               "with vLLM (docs/usage.md, 'The vLLM engine')")
         self._python = python
         # no usage report to stats.vllm.ai: compute nodes are often offline, and a job sends nowhere
         env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": str(self.spec.vllm["kv_cache_gib"]), "VLLM_NO_USAGE_STATS": "1"}

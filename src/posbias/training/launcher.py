@@ -26,7 +26,7 @@ def launch_distributed(n_gpus: int, base_model: str, instances: pl.DataFrame, sp
     The instances and the propensity go to files beside ``work_dir`` (which may be reset) for the
     worker processes. Multi-node jobs would start one such launcher per node with ``srun`` and a
     shared rendezvous (``--rdzv-backend c10d --rdzv-endpoint $MASTER_ADDR:29500 --nnodes
-    $SLURM_NNODES``); see README.
+    $SLURM_NNODES``); see docs/cluster.md.
     """
     import subprocess
     import sys

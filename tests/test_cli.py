@@ -1,0 +1,79 @@
+"""The ``posbias`` command: every subcommand's --help, the audit's config, check, compare's metric deltas; and
+``python -m posbias.<module> --help`` of every module entry point (exit 0)."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from posbias import cli, compare
+from posbias import config as pbconfig
+from tests.conftest import REPO
+
+runner = CliRunner()
+SUBCOMMANDS = ("run", "check", "plan", "audit", "provenance", "compare")
+
+
+@pytest.mark.parametrize("args", [[], *([c] for c in SUBCOMMANDS)], ids=["posbias", *SUBCOMMANDS])
+def test_every_help_exits_0(args):
+    result = runner.invoke(cli.app, [*args, "--help"])
+    assert result.exit_code == 0, result.output
+    assert "Usage" in result.output
+
+
+@pytest.mark.parametrize("module", ["config", "dry_plan", "provenance", "compare", "publish", "standins"])
+def test_every_module_entry_point_has_help(module):
+    out = subprocess.run([sys.executable, "-m", f"posbias.{module}", "--help"], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0 and "usage:" in out.stdout, out.stderr[-2000:]
+
+
+def test_the_console_script_is_declared():
+    assert 'posbias = "posbias.cli:main"' in (REPO / "pyproject.toml").read_text()
+
+
+@pytest.mark.parametrize("model", ["smollm2", "Qwen/Qwen3-0.6B"])
+def test_the_audit_writes_the_standard_protocol_as_a_valid_config(model, tmp_path):
+    path = tmp_path / "audit.yaml"
+    path.write_text(yaml.safe_dump(cli.audit_config(model, "dl20", 10, "transformers")))
+    cfg = pbconfig.load(path, files=False)
+    (experiment,) = cfg["reranking"]["experiments"]
+    assert experiment["orders"] == ["original", "shuffled-0", "shuffled-1", "shuffled-2", "position-1",
+                                    "position-10", "position-20"]
+    assert experiment["queries"] == 10 and experiment["debias"] == ["none", "permsc@3", "capcal"]
+    audited = cfg["models"]["audited"]
+    assert ("gguf" in audited) == (model == "smollm2") and audited["mode"] == "first"
+
+
+def test_an_unknown_collection_is_one_line(tmp_path):
+    result = runner.invoke(cli.app, ["audit", "smollm2", "--collection", "msmarco", "--directory", str(tmp_path)])
+    assert result.exit_code == 2 and "'msmarco': choose one of dl19, dl20" in result.output
+
+
+def test_run_passes_the_config_alone_and_the_rest_to_snakemake():
+    command = cli.snakemake_command(Path("my.yaml"), Path("out"), ["-n", "reranking"])
+    assert command[command.index("--directory") + 1] == "out" and command[-2:] == ["-n", "reranking"]
+    assert "--replace-workflow-config" in command and command[command.index("--cores") + 1] == "2"
+    assert "--cores" not in cli.snakemake_command(Path("my.yaml"), Path("."), ["--profile", "slurm"])
+
+
+def test_check_says_ok_for_the_default_config():
+    result = runner.invoke(cli.app, ["check", str(REPO / "config" / "config.yaml")])
+    assert result.exit_code == 0 and ": ok (" in result.output, result.output
+
+
+def test_compare_prints_the_rerank_metrics_deltas(tmp_path):
+    keys = {"model": ["m", "m"], "dataset": ["d", "d"], "retriever": ["r", "r"], "debias": ["none", "capcal"]}
+    for folder, base in (("a", 0.5), ("b", 0.6)):
+        (tmp_path / folder / "tables").mkdir(parents=True)
+        pl.DataFrame({**keys, "ndcg10_original": [base, base + 0.1], "ndcg10_shuffled_mean": [0.4, 0.4],
+                      "tau_psi": [0.3, 0.2], "psi": [1.0, 0.5]}).write_csv(tmp_path / folder / "tables" / "rerank.csv")
+    deltas = compare.metric_deltas(tmp_path / "a", tmp_path / "b")
+    assert deltas["Δ ndcg10_original"].to_list() == pytest.approx([0.1, 0.1])
+    assert deltas["Δ tau_psi"].to_list() == [0.0, 0.0]
+    result = runner.invoke(cli.app, ["compare", str(tmp_path / "a"), str(tmp_path / "b")])
+    assert result.exit_code == 1 and "rerank metrics, B − A" in result.output  # the tables differ

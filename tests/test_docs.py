@@ -1,0 +1,45 @@
+"""The README and the docs pages: every relative link resolves, and the quick start shows the config file it
+runs (so neither can go stale). The numbers they show are checked by the tests of the runs that give them
+(tests/test_published.py, tests/test_run_default.py, tests/test_workflow.py)."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from posbias import config as pbconfig
+from tests.conftest import REPO
+
+PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), REPO / "config" / "README.md"]
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(REPO)) for p in PAGES])
+def test_every_relative_link_resolves(page):
+    broken = []
+    for target in LINK.findall(page.read_text()):
+        if target.startswith(("http://", "https://", "mailto:", "#")):
+            continue
+        if not (page.parent / target.split("#")[0]).exists():
+            broken.append(target)
+    assert not broken, f"{page.relative_to(REPO)} links to missing files: {broken}"
+
+
+def test_the_readme_is_a_front_door():
+    """About 150 lines: what it is, the real-model finding, two commands, a quick start, the cluster, links."""
+    readme = (REPO / "README.md").read_text()
+    assert len(readme.splitlines()) <= 160
+    for heading in ("## What a real model does", "## Two commands", "## Quick start", "## On a cluster",
+                    "## Documentation"):
+        assert heading in readme, heading
+
+
+def test_the_quick_start_shows_the_config_it_runs_and_that_config_is_valid():
+    readme = (REPO / "README.md").read_text()
+    shown = readme.split("```yaml\n", 1)[1].split("```", 1)[0]
+    path = REPO / "config" / "examples" / "quickstart.yaml"
+    assert shown == path.read_text(), "README's quick start differs from config/examples/quickstart.yaml"
+    assert len(shown.splitlines()) <= 25
+    cfg = pbconfig.load(path, files=False)
+    (experiment,) = cfg["reranking"]["experiments"]
+    assert experiment["dataset"] == "dl20" and any(o.startswith("position-") for o in experiment["orders"])
