@@ -87,6 +87,7 @@ include: "rules/report.smk"
 
 
 rule all:
+    """Every stage of the config: tables, figures, the plan and the reproduction matrix."""
     default_target: True
     input:
         rules.evaluation.input,

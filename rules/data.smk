@@ -5,6 +5,7 @@
 
 
 rule prepare_dataset:
+    """A dataset's corpus, queries and qrels as Parquet, from its source (ir_datasets, BEIR, TREC files, toys)."""
     input:
         dataset_files,
     output:
@@ -46,6 +47,7 @@ use rule prepare_dataset as prepare_texts with:
 
 
 rule prepare_qrels:
+    """A dataset's own qrels file as Parquet, apart from its texts (a grade edit reruns only this)."""
     input:
         qrels=qrels_input,
         queries="results/data/{dataset}/queries.parquet",
@@ -70,6 +72,7 @@ rule prepare_qrels:
 
 
 rule listwise_set:
+    """A training set's listwise instances (teacher orders or a listwise file) as Parquet."""
     input:
         dataset_files,
     output:
@@ -94,6 +97,8 @@ rule listwise_set:
 
 
 rule answers:
+    """A multi-document QA dataset's gold answers as Parquet."""
+
     # The gold answers of a multi-document QA dataset (posbias.data.answers).
     input:
         answers=lambda w: (
@@ -124,6 +129,7 @@ rule answers:
 
 
 rule data:
+    """Stage target: every dataset's Parquet files."""
     input:
         expand("results/data/{dataset}/{part}.parquet", dataset=DATASETS, part=["corpus", "queries", "qrels"]),
         expand("results/data/{dataset}/listwise.parquet", dataset=LISTWISE_DATASETS),

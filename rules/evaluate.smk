@@ -2,6 +2,7 @@
 
 
 rule evaluate_run:
+    """Per-query metrics of one first-stage run (ir_measures)."""
     input:
         run="results/runs/{dataset}/{retriever}.parquet",
         qrels="results/data/{dataset}/qrels.parquet",
@@ -23,6 +24,7 @@ rule evaluate_run:
 
 
 rule retrieval_table:
+    """The first stages' table: every dataset x retriever, mean metrics."""
     input:
         retrieval_summary=[paths.retrieval_metrics(d, r) for d, r in GRID],
     output:
@@ -54,5 +56,6 @@ rule retrieval_table:
 
 
 rule evaluation:
+    """Stage target: every first-stage run evaluated, and the retrieval table."""
     input:
         rules.retrieval_table.output,

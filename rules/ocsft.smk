@@ -4,6 +4,7 @@
 
 
 rule silver_labels:
+    """Silver labels for pointwise training: a teacher's grades over shuffled windows (or the qrels)."""
     input:
         run=lambda w: paths.run(w.dataset, pbconfig.silver_retriever(config, w.dataset)),
         queries="results/data/{dataset}/queries.parquet",
@@ -39,6 +40,7 @@ rule silver_labels:
 
 
 rule stability:
+    """Quality and decision stability of one scorer: tau-PSI, retention Jaccard, BSC@K / PermSC@K."""
     input:
         runs=lambda w: stability_outputs(w, "parquet"),
         costs=lambda w: stability_outputs(w, "cost.parquet"),
@@ -68,6 +70,8 @@ rule stability:
 
 
 rule decisions:
+    """A consumer's decisions (QA answers, response choices) over the presentations, and their flips."""
+
     # What a consumer decides from one pointwise scorer's scores over M presentations (posbias.consumers).
     input:
         unpack(qa_inputs),
@@ -104,6 +108,7 @@ rule decisions:
 
 
 rule decisions_table:
+    """The consumers' table: decisions and flip rates per scorer."""
     input:
         decisions=[paths.decisions(*key) for key in DECISION_TARGETS],
     output:
@@ -135,6 +140,8 @@ rule decisions_table:
 
 
 rule pool_design:
+    """The pool-replacement design: each kept passage scored among rotating companions."""
+
     # Pool-PSI and the variance decomposition of one pointwise scorer (posbias.pool).
     input:
         run="results/runs/{dataset}/{retriever}.parquet",
@@ -167,6 +174,7 @@ rule pool_design:
 
 
 rule pool_figures:
+    """The pool design's figures: order residual per scorer and the variance decomposition."""
     input:
         pool=[paths.pool(*key) for key in POOL_TARGETS],
     output:
@@ -200,6 +208,7 @@ rule pool_figures:
 
 
 rule stability_table:
+    """The OC-SFT tables: quality vs stability, matched retention, label budget, teachers, bases; BSC@K figure."""
     input:
         stability=[paths.stability(*key, "none") for key in RERANKING_EXPERIMENTS],
         stability_queries=[paths.stability(*key, "none", "queries.parquet") for key in RERANKING_EXPERIMENTS],
@@ -316,6 +325,7 @@ rule stability_table:
 
 
 rule frontier:
+    """Every scorer and method on one stability x cost frontier; adaptive budgets; serving widths; channels."""
     input:
         stability_queries=[paths.stability(*target, "queries.parquet") for target in STABILITY_TARGETS],
         stability=[paths.stability(*target) for target in STABILITY_TARGETS],
@@ -383,6 +393,7 @@ rule frontier:
 
 
 rule ocsft:
+    """Stage target: the OC-SFT branch (silver labels, training, stability, consumers, pool design)."""
     input:
         rules.stability_table.output if RERANKING_EXPERIMENTS else [],
         rules.decisions_table.output if DECISION_TARGETS else [],

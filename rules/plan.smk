@@ -13,6 +13,7 @@ except PosbiasError as exc:
 
 
 rule plan:
+    """The compute plan: jobs, model loads, calls, prompt tokens and device-hours of every job, counted."""
     input:
         files=PLAN_INPUTS,
         throughput=pbplan.throughput_path(config),
@@ -50,6 +51,7 @@ rule plan:
 
 
 rule plan_check:
+    """The plan beside the run's cost files."""
     input:
         plan="results/plan/orders.parquet",
         costs=[path for _, path in PLAN_COSTS],

@@ -3,6 +3,7 @@
 
 
 rule propensity_samples:
+    """Shuffled first-stage top-k lists of the training queries, for the propensity estimate."""
     input:
         run=lambda w: paths.run(PROPENSITY["dataset"], PROPENSITY["retriever"]),
     output:
@@ -27,6 +28,7 @@ rule propensity_samples:
 
 
 rule propensity_rerank:
+    """Those lists reranked by the First model whose propensity is estimated."""
     input:
         samples="results/propensity/{model}/samples.parquet",
         queries=lambda w: paths.data(PROPENSITY["dataset"], "queries"),
@@ -61,6 +63,7 @@ rule propensity_rerank:
 
 
 rule propensity_estimate:
+    """omega[input position, output rank] from the reranked shuffles, and its heat map."""
     input:
         "results/propensity/{model}/reranked.parquet",
     output:
@@ -92,5 +95,6 @@ rule propensity_estimate:
 
 
 rule propensity:
+    """Stage target: the propensity omega of each configured First model."""
     input:
         [paths.propensity(PROPENSITY["model"], "omega")] if PROPENSITY.get("model") else [],

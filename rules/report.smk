@@ -7,6 +7,7 @@ PAPER_FIGURES = paper.names(paper.FIGURES, "paper_figure")
 
 
 rule paper_table:
+    """One registered paper table (Markdown, CSV, LaTeX), rebuilt from existing results."""
     input:
         unpack(lambda w: paper_inputs(paper.TABLES, w.table)),
     output:
@@ -41,6 +42,7 @@ rule paper_table:
 
 
 rule paper_figure:
+    """One registered paper figure (PNG, PDF), rebuilt from existing results."""
     input:
         unpack(lambda w: paper_inputs(paper.FIGURES, w.figure)),
     output:
@@ -73,6 +75,7 @@ rule paper_figure:
 
 
 rule report:
+    """Stage target: every paper table and figure, the stability tables and the reproduction matrix."""
     input:
         expand("results/tables/{table}.{ext}", table=PAPER_TABLES, ext=["md", "csv", "tex"]) if SUMMARIES else [],
         expand("results/figures/{figure}.{ext}", figure=PAPER_FIGURES, ext=["png", "pdf"]) if SUMMARIES else [],

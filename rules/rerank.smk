@@ -8,6 +8,7 @@
 
 
 rule rerank:
+    """One model load reranks a batch of orders of one experiment and debias method."""
     input:
         run="results/runs/{dataset}/{retriever}.parquet",
         queries="results/data/{dataset}/queries.parquet",
@@ -42,6 +43,7 @@ rule rerank:
 
 
 rule rerank_order:
+    """One order's files copied out of its rerank batch (local)."""
     input:
         batch_of_order,
     output:
@@ -69,6 +71,7 @@ rule rerank_order:
 
 
 rule combine_lists:
+    """A list-level debias method (e.g. PermSC@K): reranked shuffled lists aggregated into one run."""
     input:
         runs=lambda w: list_debias_inputs(w, "parquet"),
         costs=lambda w: list_debias_inputs(w, "cost.parquet"),
@@ -96,6 +99,7 @@ rule combine_lists:
 
 
 rule rerank_summary:
+    """The permuted evaluation of one experiment: per-query metrics, tau-PSI, position curve, cost."""
     input:
         runs=lambda w: experiment_outputs(w, "parquet"),
         stats=lambda w: experiment_outputs(w, "stats.json"),
@@ -129,6 +133,7 @@ rule rerank_summary:
 
 
 rule rerank_tables:
+    """The rerank table and every model's position curves."""
     input:
         summaries=RERANK_RESULTS["summaries"],
         curves=RERANK_RESULTS["curves"],
@@ -167,5 +172,6 @@ rule rerank_tables:
 
 
 rule reranking:
+    """Stage target: every reranking experiment, summarised, with its table."""
     input:
         rules.rerank_tables.output if EXPERIMENTS else [],

@@ -53,6 +53,8 @@ rule convert_gguf:
 
 
 rule index:
+    """A first-stage index of one dataset (Lucene BM25, dense FAISS, SPLADE impact)."""
+
     # The index of a retriever kind that builds one (posbias.retrieval.kinds: bm25, dense, splade).
     input:
         corpus="results/data/{dataset}/corpus.parquet",
@@ -81,6 +83,8 @@ rule index:
 
 
 rule retrieve:
+    """A first-stage run of one dataset x retriever (every kind: bm25, dense, splade, rrf, oracle, listed)."""
+
     # Every configured retriever's run, as its kind searches (posbias.retrieval.kinds): its index (or a
     # pyserini prebuilt one), or the dataset tables and runs the kind reads (oracle, listed, rrf).
     input:
@@ -113,6 +117,7 @@ rule retrieve:
 
 
 rule import_run:
+    """An imported candidate run (TREC, rank_llm JSON) with its passage texts."""
     input:
         # The data stage checked that every doc of the run has a passage text.
         corpus="results/data/{dataset}/corpus.parquet",
@@ -138,5 +143,6 @@ rule import_run:
 
 
 rule retrieval:
+    """Stage target: every first-stage run."""
     input:
         [paths.run(d, r) for d, r in GRID],

@@ -5,6 +5,7 @@
 
 
 rule augment:
+    """A training set's augmented lists: noaug, randaug or posaug (Fisher-Yates, then n groups rotated)."""
     input:
         "results/data/{dataset}/listwise.parquet",
     output:
@@ -28,6 +29,7 @@ rule augment:
 
 
 rule augmentation_report:
+    """How the augmentations place the relevant passage over input positions."""
     input:
         position_ranks=expand("results/train/{{dataset}}/{aug}.parquet", aug=["noaug", "randaug", "posaug"]),
     output:
@@ -63,6 +65,7 @@ rule augmentation_report:
 
 
 rule train:
+    """Fine-tune one model with its method (listwise or pointwise), resuming from its last checkpoint."""
     input:
         unpack(training_inputs),
     output:
@@ -105,6 +108,7 @@ rule train:
 
 
 rule training:
+    """Stage target: every configured training run."""
     input:
         [paths.model(name) for name in TRAINED],
         expand(

@@ -43,3 +43,15 @@ def test_the_quick_start_shows_the_config_it_runs_and_that_config_is_valid():
     cfg = pbconfig.load(path, files=False)
     (experiment,) = cfg["reranking"]["experiments"]
     assert experiment["dataset"] == "dl20" and any(o.startswith("position-") for o in experiment["orders"])
+
+
+def test_every_rule_says_what_it_does_in_snakemake_list_rules():
+    """Each rule's first line is a one-line docstring, which `snakemake --list-rules` prints beside its name."""
+    files = [REPO / "Snakefile", *sorted((REPO / "rules").glob("*.smk"))]
+    missing = []
+    for path in files:
+        lines = path.read_text().splitlines()
+        for i, line in enumerate(lines):
+            if re.match(r"^rule \w+:$", line) and not re.match(r'^    """[^\n]+"""$', lines[i + 1]):
+                missing.append(f"{path.name}: {line}")
+    assert not missing, missing
