@@ -77,3 +77,11 @@ def test_compare_prints_the_rerank_metrics_deltas(tmp_path):
     assert deltas["Δ tau_psi"].to_list() == [0.0, 0.0]
     result = runner.invoke(cli.app, ["compare", str(tmp_path / "a"), str(tmp_path / "b")])
     assert result.exit_code == 1 and "rerank metrics, B − A" in result.output  # the tables differ
+
+
+def test_run_names_the_line_of_a_yaml_syntax_error(tmp_path):
+    """Snakemake reports a --configfile that does not parse without its line; `posbias run` says it first."""
+    config = tmp_path / "my.yaml"
+    config.write_text("datasets:\n  dl20:\n    source: imported\n   qrels: x\n")
+    result = runner.invoke(cli.app, ["run", str(config), "-n"])
+    assert result.exit_code == 2 and f"{config}:4" in result.output, result.output

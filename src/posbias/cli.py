@@ -35,6 +35,18 @@ NAMED_MODELS = {
 }
 
 
+def readable(config: Path) -> None:
+    """The config file exists and parses as YAML, else one line naming its line and column (Snakemake's own
+    message for a --configfile that does not parse has neither) and exit status 2."""
+    from posbias.config import check_duplicate_keys
+
+    try:
+        check_duplicate_keys([config])
+    except (ValueError, OSError) as exc:
+        typer.echo(f"posbias: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+
 def snakemake_command(config: Path, directory: Path, extra: list[str]) -> list[str]:
     """Snakemake on this checkout's Snakefile with ``config`` alone (not merged with the default)."""
     cores = [] if any(a.startswith(("--cores", "-c", "--profile", "--jobs", "-j")) for a in extra) else ["--cores", "2"]
@@ -46,6 +58,7 @@ def snakemake_command(config: Path, directory: Path, extra: list[str]) -> list[s
 def run(ctx: typer.Context, config: Annotated[Path, typer.Argument(help="A workflow config (YAML).")],
         directory: Annotated[Path, typer.Option(help="Where results/, logs/ and benchmarks/ go.")] = Path(".")):
     """Run the workflow on CONFIG; further arguments go to snakemake (e.g. -n, a target, --profile slurm)."""
+    readable(config)
     raise typer.Exit(subprocess.call(snakemake_command(config, directory, list(ctx.args))))
 
 

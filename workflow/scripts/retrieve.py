@@ -5,6 +5,7 @@ Parquet and TREC."""
 from pathlib import Path
 
 from posbias import hub, runs, schemas
+from posbias.errors import PosbiasError
 from posbias.jobs import logged
 from posbias.retrieval import kinds
 
@@ -17,7 +18,12 @@ with logged(sm, "retrieve") as log:
     job = kinds.RetrievalJob(spec, {name: schemas.read(sm.input.get(name), name) for name in sm.params.tables},
                              [schemas.read(p, "run") for p in sm.input.get("runs", [])], index, sm.params.model,
                              sm.params.device, sm.threads, sm.params.seed)
-    run, empty = kinds.search(spec["kind"], job)
+    try:
+        run, empty = kinds.search(spec["kind"], job)
+    except PosbiasError as exc:
+        if not sm.params.prebuilt:
+            raise
+        raise PosbiasError(f"datasets.{sm.wildcards.dataset}.prebuilt.{sm.wildcards.retriever}: {exc}") from None
     if empty:
         log.warning("%d queries have no hits (kept; they score 0): %s", len(empty), empty[:5])
     schemas.write(run, sm.output.run, "run")

@@ -79,9 +79,9 @@ def open_searcher(cls, index: Path | str, *args):
     try:
         searcher = cls.from_prebuilt_index(index, *args)  # pyserini prints and returns None for unknown names
     except ValueError as exc:
-        raise PosbiasError(f"pyserini prebuilt index {index!r} (datasets.<name>.prebuilt): {exc}") from None
-    if searcher is None:
-        raise PosbiasError(f"datasets.<name>.prebuilt: {_prebuilt_failure(index, cls.__name__)}")
+        raise PosbiasError(f"pyserini prebuilt index {index!r}: {exc}") from None
+    if searcher is None:  # the job names the key (workflow/scripts/retrieve.py)
+        raise PosbiasError(_prebuilt_failure(index, cls.__name__))
     return searcher
 
 
