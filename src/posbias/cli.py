@@ -42,7 +42,10 @@ def readable(config: Path) -> None:
 
     try:
         check_duplicate_keys([config])
-    except (ValueError, OSError) as exc:
+    except OSError as exc:
+        typer.echo(f"posbias: {config}: {exc.strerror.lower()}; give the path of a YAML config", err=True)
+        raise typer.Exit(2) from None
+    except ValueError as exc:
         typer.echo(f"posbias: {exc}", err=True)
         raise typer.Exit(2) from None
 
