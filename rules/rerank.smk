@@ -126,8 +126,9 @@ rule rerank_summary:
         position=lambda w: pbconfig.position_settings(config, w.model, w.dataset, w.retriever, w.debias),
         measures=config["evaluation"]["measures"],
         seed=config["seed"],
-        # the summary's columns: a new one (0.18.0's psi) reruns these jobs, not the reranking before them
-        columns=schemas.RERANK_SUMMARY.names,
+        # the summary's and the curve's columns: a new one (psi; the curve's interval over queries) reruns these
+        # jobs, not the reranking before them
+        columns=schemas.RERANK_SUMMARY.names + schemas.POSITION_CURVE.names,
     script:
         "../workflow/scripts/rerank_summary.py"
 

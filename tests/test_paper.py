@@ -91,7 +91,9 @@ def test_seeds_are_one_row_with_mean_and_sd():
 def _curve(model, values, debias="none"):
     return pl.DataFrame({"model": model, "dataset": "d", "retriever": "bm25", "debias": debias,
                          "position": list(range(1, len(values) + 1)), "queries": 10, "ndcg10": 0.5,
-                         "target_ndcg10": values, "target_mrr": values, "target_rank": 1.0})
+                         "target_ndcg10": values, "target_mrr": values, "target_rank": 1.0,
+                         **{f"target_{m}_{end}": [min(max(v + d, 0.0), 1.0) for v in values] for m in ("ndcg10", "mrr")
+                            for end, d in (("lo", -0.05), ("hi", 0.05))}})
 
 
 def _summary(model, original, shuffled):

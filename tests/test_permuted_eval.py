@@ -195,3 +195,18 @@ def test_local_kemenisation_is_close_to_the_exact_optimum():
         exact = debias.kendall_distance_total(debias.kemeny(rankings), rankings)
         local = debias.kendall_distance_total(debias.local_search(debias.borda(rankings), rankings), rankings)
         assert exact <= local <= 1.01 * exact
+
+
+def test_the_position_curves_interval_over_queries_brackets_its_mean_and_is_seeded():
+    """The band of the position-curve figure: a 95% percentile bootstrap interval of the mean over queries;
+    the point itself where every query scores the same; NaN for one query; the same for the same seed."""
+    import math
+
+    import numpy as np
+
+    values = np.array([0.0, 1.0] * 20)
+    low, high = permuted_eval.query_interval(values, seed=42)
+    assert 0.0 <= low < 0.5 < high <= 1.0 and (low, high) == permuted_eval.query_interval(values, seed=42)
+    assert 0.3 < low and high < 0.7  # the mean of 40 coin flips: about ± 0.15
+    assert permuted_eval.query_interval(np.full(7, 0.25), seed=1) == (0.25, 0.25)
+    assert all(math.isnan(v) for v in permuted_eval.query_interval(np.array([1.0]), seed=1))

@@ -74,15 +74,35 @@ def position_curve(reranked: dict[str, pl.DataFrame], first_stage: pl.DataFrame,
             target = presented[order.index - 1]
             ranks.append(ranking.index(target) + 1)
         r = np.array(ranks, dtype=float)
-        rows.append({
-            "position": order.index, "queries": len(ranks), "ndcg10": ndcg.get(order_name, float("nan")),
-            "target_ndcg10": float(np.mean(np.where(r <= 10, 1.0 / np.log2(r + 1), 0.0))) if len(r) else math.nan,
-            "target_mrr": float(np.mean(1.0 / r)) if len(r) else math.nan,
-            "target_rank": float(np.mean(r)) if len(r) else math.nan,
-        })
+        per_query = {"target_ndcg10": np.where(r <= 10, 1.0 / np.log2(r + 1), 0.0), "target_mrr": 1.0 / r}
+        row = {"position": order.index, "queries": len(ranks), "ndcg10": ndcg.get(order_name, float("nan")),
+               "target_rank": float(np.mean(r)) if len(r) else math.nan}
+        for name, values in per_query.items():
+            row[name] = float(np.mean(values)) if len(values) else math.nan
+            row[f"{name}_lo"], row[f"{name}_hi"] = query_interval(values, root_seed)
+        rows.append(row)
     return pl.DataFrame(rows, schema={"position": pl.Int32, "queries": pl.Int64, "ndcg10": pl.Float64,
                                       "target_ndcg10": pl.Float64, "target_mrr": pl.Float64,
-                                      "target_rank": pl.Float64}).sort("position")
+                                      "target_rank": pl.Float64, **{f"{m}_{end}": pl.Float64 for m in CURVE_METRICS
+                                                                    for end in ("lo", "hi")}}).sort("position")
+
+
+CURVE_METRICS = ("target_ndcg10", "target_mrr")
+
+
+def query_interval(values: np.ndarray, seed: int, level: float = 0.95) -> tuple[float, float]:
+    """The percentile bootstrap interval of the mean over queries (scipy.stats.bootstrap, 2,000 resamples,
+    seeded): what the position curve's band shows. NaN with fewer than two queries; the point itself where
+    every query scored the same (the bootstrap distribution is degenerate)."""
+    from scipy.stats import bootstrap
+
+    if len(values) < 2:
+        return math.nan, math.nan
+    if np.ptp(values) == 0:
+        return float(values[0]), float(values[0])
+    ci = bootstrap((values,), np.mean, n_resamples=2000, confidence_level=level, method="percentile",
+                   random_state=np.random.default_rng(seed)).confidence_interval
+    return float(ci.low), float(ci.high)
 
 
 def summarize(keys: dict[str, str], per_query: pl.DataFrame, reranked: dict[str, pl.DataFrame], curve: pl.DataFrame,

@@ -107,6 +107,11 @@ POSITION_CURVE = pa.schema(
         ("target_ndcg10", pa.float64()),
         ("target_mrr", pa.float64()),
         ("target_rank", pa.float64()),
+        # 95% percentile bootstrap interval of the mean over queries (posbias.permuted_eval.query_interval)
+        ("target_ndcg10_lo", pa.float64()),
+        ("target_ndcg10_hi", pa.float64()),
+        ("target_mrr_lo", pa.float64()),
+        ("target_mrr_hi", pa.float64()),
     ]
 )
 # One row per reranking experiment: quality under original and shuffled orders, stability, cost.

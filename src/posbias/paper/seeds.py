@@ -51,11 +51,14 @@ def per_query(metrics: pl.DataFrame, measure: str = "nDCG@10") -> pl.DataFrame:
 
 def seed_curves(curves: pl.DataFrame, training: dict, debias: str | None = "none") -> pl.DataFrame:
     """Position curves averaged over each variant's seeds: mean and sd (over seeds) per position, for
-    one debiasing method (None: every method, as its own curve)."""
+    one debiasing method (None: every method, as its own curve); with one seed, its interval over queries
+    (``*_lo``, ``*_hi``; with several, the first seed's, which the figure does not show)."""
     c = with_variants(curves if debias is None else curves.filter(pl.col("debias") == debias), training)
     keys = ("variant", "dataset", "retriever", "debias")
+    metrics = ("target_ndcg10", "target_mrr")
     return (c.group_by(*keys, "position", maintain_order=True)
-            .agg(pl.len().alias("seeds"),
-                 *[pl.col(m).mean().alias(m) for m in ("target_ndcg10", "target_mrr")],
-                 *[pl.col(m).std().fill_null(0.0).alias(f"{m}_sd") for m in ("target_ndcg10", "target_mrr")])
+            .agg(pl.len().alias("seeds"), pl.col("queries").max(),
+                 *[pl.col(m).mean().alias(m) for m in metrics],
+                 *[pl.col(m).std().fill_null(0.0).alias(f"{m}_sd") for m in metrics],
+                 *[pl.col(f"{m}_{end}").first().alias(f"{m}_{end}") for m in metrics for end in ("lo", "hi")])
             .sort(*keys, "position"))
