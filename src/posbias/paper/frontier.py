@@ -23,7 +23,7 @@ from posbias.debias import AGGREGATE_LISTS, AVERAGE_SCORES, shuffle_combine
 from posbias.debias.adaptive import ADAPTIVE, FIXED, label
 from posbias.paper.seeds import named_variants, shown
 from posbias.paper.stats import ALPHA, holm_by_metric, mean_sd, paired_against, significant
-from posbias.paper.writers import Table, fmt, fmt_sd, pyplot, save_figure
+from posbias.paper.writers import Table, fmt, fmt_sd, line_styles, pyplot, save_figure
 
 TESTED = ("ndcg10", "tau_psi", "jaccard")  # paired over queries against the reference
 FLIPS = ("flip", "verdict_flip")  # a consumer's flip rates (posbias.consumers), where the dataset has one
@@ -191,24 +191,30 @@ def frontier_figure(per_query: pl.DataFrame, stability: pl.DataFrame, variants: 
                     decisions: pl.DataFrame | None, path: str | Path) -> None:
     """One row of panels per dataset: τ-PSI against model calls per query (log scale), the stability ×
     cost front drawn as a staircase; and τ-PSI against nDCG@10, the quality × stability front drawn.
-    Circles: listwise, squares: pointwise; open markers: adaptive budgets."""
+    Circles: listwise, squares: pointwise; open markers: adaptive budgets. Each point carries a number, and the
+    legend beside the row names it (variant · method), so no label covers another; one colour-blind-safe colour
+    per variant."""
+    from matplotlib.lines import Line2D
+
     data = frontier_rows(per_query, stability, variants, decisions)
     plt = pyplot()
     cells = data.select("dataset", "retriever").unique(maintain_order=True).rows() if "calls" in data.columns else []
-    fig, axes = plt.subplots(max(len(cells), 1), 2, figsize=(12, 3.6 * max(len(cells), 1)), squeeze=False,
+    fig, axes = plt.subplots(max(len(cells), 1), 2, figsize=(14, 3.8 * max(len(cells), 1)), squeeze=False,
                              constrained_layout=True)
-    palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for (dataset, retriever), (cost_ax, quality_ax) in zip(cells, axes):
         part = data.filter((pl.col("dataset") == dataset) & (pl.col("retriever") == retriever))
-        colours = {v: palette[i % len(palette)] for i, v in enumerate(part["variant"].unique(maintain_order=True))}
-        for r in part.iter_rows(named=True):
+        names = part["variant"].unique(maintain_order=True).to_list()
+        colours = {v: look["color"] for v, look in zip(names, line_styles(len(names)))}
+        handles = []
+        for number, r in enumerate(part.iter_rows(named=True), start=1):
             colour = colours[r["variant"]]
-            style = {"marker": "o" if r["family"] == "listwise" else "s", "s": 30, "edgecolors": colour,
-                     "facecolors": "none" if r["budget"] == ADAPTIVE else colour}
-            label = f"{r['variant']} · {r['method']}"
+            marker = "o" if r["family"] == "listwise" else "s"
+            face = "none" if r["budget"] == ADAPTIVE else colour
             for ax, x in ((cost_ax, r["calls"]), (quality_ax, r["ndcg10"])):
-                ax.scatter([x], [r["tau_psi"]], **style)
-                ax.annotate(label, (x, r["tau_psi"]), fontsize=6, xytext=(3, 3), textcoords="offset points")
+                ax.scatter([x], [r["tau_psi"]], marker=marker, s=30, edgecolors=colour, facecolors=face)
+                ax.annotate(str(number), (x, r["tau_psi"]), fontsize=6, xytext=(3, 3), textcoords="offset points")
+            handles.append(Line2D([], [], ls="", marker=marker, markeredgecolor=colour, markerfacecolor=face,
+                                  label=f"{number}  {r['variant']} · {r['method']}"))
         for ax, column, front in ((cost_ax, "calls", "cost_front"), (quality_ax, "ndcg10", "quality_front")):
             on = part.filter(pl.col(front)).sort(column)
             ax.step(on[column], on["tau_psi"], where="post" if column == "calls" else "pre", color="k", lw=1,
@@ -218,4 +224,6 @@ def frontier_figure(per_query: pl.DataFrame, stability: pl.DataFrame, variants: 
                     title=f"{dataset} · {retriever}: stability × cost")
         quality_ax.set(xlabel="nDCG@10 over shuffled presentations", ylabel="τ-PSI",
                        title=f"{dataset} · {retriever}: quality × stability")
+        quality_ax.legend(handles=handles, fontsize=6, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False,
+                          ncol=1 + len(handles) // 16)
     save_figure(fig, path, 120)

@@ -8,7 +8,7 @@ import polars as pl
 
 from posbias import debias, orders
 from posbias.paper.seeds import per_query, with_variants
-from posbias.paper.writers import integer_x, pyplot, save_figure
+from posbias.paper.writers import integer_x, line_styles, pyplot, save_figure
 
 PERMSC = ("permsc", "permsc-window")  # the list-level (the papers') and the per-window variant
 
@@ -45,25 +45,35 @@ def inference_vs_training_figure(metrics: pl.DataFrame, training: dict, path: st
     by_k = (pl.concat([points.drop_nulls("method"), methods.join(plain, on=keys).select(points.columns)])
             .sort(*keys, "method", "k"))
     plt = pyplot()
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4), constrained_layout=True)
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.8), constrained_layout=True)
+    # one colour and marker per model (variant · dataset), the same in both panels
+    names = list(dict.fromkeys(f"{v} · {d}" for v, d in by_k.select("variant", "dataset").iter_rows()))
+    names += [n for n in dict.fromkeys(f"{v} · {d}" for v, d in per_seed.select("variant", "dataset").iter_rows())
+              if n not in names]
+    style = dict(zip(names, line_styles(len(names))))
     for (variant, dataset, retriever, debias), g in per_seed.group_by(*keys, "debias", maintain_order=True):
-        axes[0].plot(g["shuffle"], g["value"], marker="o", ms=3, ls="-" if debias == "none" else "--",
-                     label=f"{variant} · {dataset}" + ("" if debias == "none" else f" + {debias}"))
+        look = style[f"{variant} · {dataset}"]
+        # the shuffle seeds are unordered: markers, no line between them
+        axes[0].scatter(g["shuffle"], g["value"], marker=look["marker"], s=22, color=look["color"],
+                        facecolors=look["color"] if debias == "none" else "none",
+                        label=f"{variant} · {dataset}" + ("" if debias == "none" else f" + {debias}"))
     for (variant, dataset, retriever), g in by_k.filter(pl.col("method") == "permsc").group_by(*keys,
                                                                                               maintain_order=True):
         top = g.sort("k").row(-1, named=True)
-        axes[0].axhline(top["value"], ls=":", lw=1, label=f"{variant} · {dataset} + permsc@{top['k']} (lists)")
+        axes[0].axhline(top["value"], ls=":", lw=1.2, color=style[f"{variant} · {dataset}"]["color"],
+                        label=f"{variant} · {dataset} + permsc@{top['k']} (lists)")
     for (variant, dataset, retriever, method), g in by_k.group_by(*keys, "method", maintain_order=True):
-        line, = axes[1].plot(g["k"], g["value"], marker="o", ms=3, ls="-" if method == "permsc" else "--",
-                             label=f"{variant} · {dataset} · {method}")
+        look = style[f"{variant} · {dataset}"]
+        axes[1].plot(g["k"], g["value"], ms=4, ls="-" if method == "permsc" else "--",
+                     label=f"{variant} · {dataset} · {method}", **look)
         peak = g.sort("value", descending=True).row(0, named=True)
-        axes[1].scatter([peak["k"]], [peak["value"]], s=80, facecolors="none", edgecolors=line.get_color())
-    axes[0].set(xlabel="shuffle seed", ylabel="nDCG@10", title="Per shuffle seed: training- vs inference-time debiasing")
+        axes[1].scatter([peak["k"]], [peak["value"]], s=110, facecolors="none", edgecolors=look["color"])
+    axes[0].set(xlabel="shuffle seed", ylabel="nDCG@10", title="Per shuffle seed (dotted: PermSC over the lists)")
     axes[1].set(xlabel="PermSC permutations K (1 = one pass over a shuffled list)", ylabel="nDCG@10",
-                title="PermSC against K (solid: full lists, dashed: per window; circle: peak)")
+                title="PermSC against K (dashed: per window; circle: peak)")
     for ax in axes:
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2, frameon=False)
     integer_x(axes)
     save_figure(fig, path, 120)
     return by_k
