@@ -277,3 +277,40 @@ def test_hf_response_sets_load_through_datasets_from_a_local_file(tmp_path):
     path.write_text(json.dumps({"prompt": "p", "responses": []}) + "\n")
     with pytest.raises(PosbiasError, match=r"datasets.uf: the rows have no \['instruction', 'completions'\]"):
         data.load("uf", {"source": "hf_responses", "path": str(path)}, seed=0)
+
+
+def test_teacher_windows_slide_by_half_a_window_and_restrict_the_teachers_order():
+    first_stage = [f"d{i}" for i in range(10)]
+    teacher = ["d9", "d3", "d0", "d7", "d1"]  # d2, d4, d5, d6, d8 unranked
+    windows = listwise.teacher_windows(first_stage, teacher, 4)
+    assert [w for w, _ in windows] == [first_stage[0:4], first_stage[2:6], first_stage[4:8], first_stage[6:10]]
+    assert windows[0][1] == ["d3", "d0", "d1", "d2"]  # the teacher's order, then the unranked in input order
+    assert windows[3][1] == ["d9", "d7", "d6", "d8"]
+    assert listwise.teacher_windows(first_stage[:3], teacher, 4) == [(first_stage[:3], ["d0", "d1", "d2"])]
+    # a list that the windows do not end on exactly gets a last window ending at its end
+    assert [w[0] for w, _ in listwise.teacher_windows([f"d{i}" for i in range(7)], [], 4)] == ["d0", "d2", "d3"]
+
+
+def _rank_llm_candidates(path, qid, n):
+    hits = [{"qid": qid, "docid": f"p{i}", "score": float(n - i), "content": f"passage {i}"} for i in range(n)]
+    path.write_text(json.dumps([{"query": "what is it", "hits": hits}]))
+
+
+def test_a_reranked_trec_run_is_a_listwise_teacher(tmp_path):
+    """format trec_run: the first stage's candidates (rank_llm JSON) cut into windows, each window's target the
+    teacher run's order restricted to it (rank_llm's RankGPT reranks of BM25 are such runs)."""
+    _rank_llm_candidates(tmp_path / "cands.json", "q1", 30)
+    order = [f"p{i}" for i in reversed(range(30))]  # the teacher reverses the first stage
+    (tmp_path / "teacher.txt").write_text("".join(f"q1 Q0 {d} {r} {30 - r}.0 gpt\n" for r, d in enumerate(order, 1)))
+    spec = {"path": str(tmp_path / "teacher.txt"), "candidates": str(tmp_path / "cands.json"), "format": "trec_run",
+            "n_candidates": 20}
+    coll = listwise.load(spec, "datasets.t", seed=0)
+    rows = coll.listwise.to_dicts()
+    assert [r["query_id"] for r in rows] == ["q1-w0", "q1-w1"]  # windows 0-19 and 10-29
+    assert rows[0]["doc_ids"] == [f"p{i}" for i in range(20)] and rows[0]["teacher_ranking"] == rows[0]["doc_ids"][::-1]
+    assert rows[1]["texts"][0] == "passage 10" and coll.corpus.height == 30 and coll.queries.height == 2
+    with pytest.raises(PosbiasError, match=r"datasets\.t\.candidates: format trec_run needs"):
+        listwise.load({**spec, "candidates": None}, "datasets.t", seed=0)
+    (tmp_path / "other.txt").write_text("q9 Q0 p1 1 1.0 gpt\n")
+    with pytest.raises(PosbiasError, match="no query of the teacher's run is among the candidates"):
+        listwise.load({**spec, "path": str(tmp_path / "other.txt")}, "datasets.t", seed=0)

@@ -19,6 +19,12 @@ Formats (``format`` in the dataset's config):
   ``[4] > [2] > …``. Passages have no ids there; each gets ``p`` + the first 16 hex digits of the
   SHA-1 of its text, so a passage shared by several instances is one corpus entry. Identifiers the
   teacher left out are appended in input order (as rank_llm parses), and counted.
+- ``trec_run``: a teacher's reranking as a TREC run (``path``, e.g. rank_llm's RankGPT reranks of BM25's top
+  100), over the first stage's candidates with their texts (``candidates``: a rank_llm candidates JSON, which
+  gives the input order). Each query's candidate list is cut into windows of ``n_candidates`` passages sliding
+  by half a window (the reranking's 20 / 10; ours, where the papers are silent), from the top; each window is
+  an instance whose teacher order is the run's order restricted to the window. Candidates the run does not
+  rank follow the ranked ones in input order, counted.
 """
 
 from __future__ import annotations
@@ -143,8 +149,56 @@ def _instance_rank_llm(rec: dict, path: Path, lineno: int) -> tuple[dict, int]:
     return inst, missing
 
 
+def teacher_windows(first_stage: list[str], teacher: list[str], size: int) -> list[tuple[list[str], list[str]]]:
+    """(window in input order, its teacher order) for windows of ``size`` over ``first_stage`` sliding by
+    ``size // 2`` from the top, the last one ending at the list's end; the teacher order is ``teacher``'s order
+    restricted to the window, then the window's passages ``teacher`` does not rank, in input order."""
+    step = max(size // 2, 1)
+    starts = list(range(0, max(len(first_stage) - size, 0) + 1, step))
+    if starts[-1] + size < len(first_stage):
+        starts.append(len(first_stage) - size)
+    rank = {d: i for i, d in enumerate(teacher)}
+    out = []
+    for start in starts:
+        window = first_stage[start:start + size]
+        out.append((window, sorted(window, key=lambda d: (d not in rank, rank.get(d, 0), window.index(d)))))
+    return out
+
+
+def _trec_run_instances(spec: dict, key: str) -> tuple[list[dict], int]:
+    """The ``trec_run`` format's instances, and how many windows hold passages the teacher did not rank."""
+    from posbias.data.imported import read_rank_llm
+    from posbias.runs import read_trec
+
+    if not spec.get("candidates"):
+        raise PosbiasError(f"config: {key}.candidates: format trec_run needs the first stage's candidates with "
+                           "their texts (a rank_llm candidates JSON); set it")
+    teacher_path = require_file(spec["path"], "listwise", f"{key}.path")
+    queries, passages, first_stage, _ = read_rank_llm(require_file(spec["candidates"], "listwise", f"{key}.candidates"))
+    teacher = {q: g["doc_id"].to_list() for (q,), g in read_trec(teacher_path).group_by("query_id", maintain_order=True)}
+    unranked, instances = 0, []
+    for (qid,), group in first_stage.group_by("query_id", maintain_order=True):
+        if qid not in teacher:
+            continue  # a query the teacher did not rerank: no target
+        for i, (window, order) in enumerate(teacher_windows(group["doc_id"].to_list(), teacher[qid],
+                                                           spec["n_candidates"])):
+            unranked += any(d not in teacher[qid] for d in window)
+            instances.append({"query_id": f"{qid}-w{i}", "query": queries[qid], "doc_ids": window,
+                              "texts": [passages[d] for d in window], "teacher_ranking": order})
+    if not instances:
+        raise PosbiasError(f"{teacher_path}: no query of the teacher's run is among the candidates of "
+                           f"{spec['candidates']}; give the run of the same queries")
+    return instances, unranked
+
+
 def load(spec: dict, key: str, seed: int) -> Collection:
     """Load a listwise training file into a collection whose ``listwise`` table holds the instances."""
+    if spec["format"] == "trec_run":
+        instances, unranked = _trec_run_instances(spec, key)
+        if unranked:
+            log.warning("%s: %d of %d windows hold passages the teacher's run does not rank; they follow the ranked "
+                        "ones in input order", spec["path"], unranked, len(instances))
+        return _collection(instances, [], [], [])
     path = require_file(spec["path"], "listwise", f"{key}.path")
     instances, rq, rd, rel, incomplete = [], [], [], [], 0
     for lineno, rec in jsonl(path):
@@ -169,6 +223,11 @@ def load(spec: dict, key: str, seed: int) -> Collection:
     if incomplete:
         log.warning("%s: %d of %d teacher rankings leave passages out; appended in input order",
                     path, incomplete, len(instances))
+    return _collection(instances, rq, rd, rel)
+
+
+def _collection(instances: list[dict], rq: list[str], rd: list[str], rel: list[int]) -> Collection:
+    """The instances as a collection: its corpus (each passage once), queries, qrels and listwise table."""
     listwise = pl.DataFrame(instances)
     passages = (
         listwise.select("doc_ids", "texts").explode("doc_ids", "texts").unique("doc_ids", keep="first", maintain_order=True)
