@@ -272,6 +272,40 @@ def test_a_new_objective_term_touches_two_files(monkeypatch):
     assert float(new) == pytest.approx(float(old) + parts["entropy"])
 
 
+def test_a_new_weighted_term_retrains_only_the_methods_that_name_it(monkeypatch):
+    """The recipe for a term with a weight of its own: its ``ObjectiveTerm`` (file 1), its weight in
+    ``posbias.methods.TERM_HYPER`` and a method naming it (file 2), the weight's key in the schema (file 3). A
+    train job of any other method keeps the same params (the key is left out), so nothing else retrains."""
+    from posbias.config import params
+    from posbias.training import listwise
+
+    monkeypatch.setitem(listwise.TERMS, "entropy", listwise.ObjectiveTerm(lambda *a: None, "entropy_weight", "entropy"))
+    monkeypatch.setitem(methods.TERM_HYPER, "entropy", "entropy_weight")
+    monkeypatch.setitem(methods.METHODS, "first_entropy", methods.TrainingMethod(
+        "first_entropy", "listwise", "Rank + LM + H", "First with an identifier-entropy term",
+        terms=("rank", "lm", "entropy")))
+    base = {"method": "first", "gpus": 0, "hyper": {"learning_rate": 0.001, "rank_weight": 1.0, "lm_weight": 1.0}}
+    config_of = {"training": {"t": base}}
+    before = params.train_settings(config_of, "t")
+    config_of["training"]["t"] = {**base, "hyper": {**base["hyper"], "entropy_weight": 0.5}}
+    assert params.train_settings(config_of, "t") == before  # first does not read it: no retraining
+    config_of["training"]["t"]["method"] = "first_entropy"
+    assert params.train_settings(config_of, "t")["hyper"]["entropy_weight"] == 0.5
+    # the trait's and the family's keys
+    assert methods.reads_hyper("ocsft_ema", "ema_decay") and not methods.reads_hyper("ocsft", "ema_decay")
+    assert methods.reads_hyper("debiasfirst", "ips_clip") and not methods.reads_hyper("first", "ips_clip")
+    assert methods.reads_hyper("ocsft", "views") and not methods.reads_hyper("first", "views")
+    assert methods.reads_hyper("first", "lm_tokens") and not methods.reads_hyper("ocsft", "lm_tokens")
+    assert all(methods.reads_hyper(m, "learning_rate") for m in methods.METHODS)
+
+
+def test_every_weighted_term_declares_its_weight_where_the_params_read_it():
+    from posbias.training import listwise
+
+    weights = {name: term.weight for name, term in listwise.TERMS.items() if term.weight}
+    assert weights == methods.TERM_HYPER
+
+
 def test_every_training_family_is_registered_and_every_term_exists():
     from posbias.training import families, listwise
 

@@ -113,15 +113,27 @@ METHODS: dict[str, TrainingMethod] = {m.name: m for m in (
 )}
 
 
-# Hyper-parameters that only some methods read, by the trait that reads them: a train job of another method
-# leaves them out of its params, so adding one (ema_decay, 0.17.0) retrains nothing that does not read it.
-TRAIT_HYPER = {"ema_decay": "ema_teacher"}
+# Hyper-parameters only some methods read (training.<name>.hyper.<key>): a listwise loss term's weight, read by
+# the methods that name the term (posbias.training.listwise.TERMS holds the same weight names: a test ties the
+# two); a trait's keys, read by the methods that have it; a family's, read by the methods of that family. A train
+# job leaves out of its params what its method does not read, so adding a key (a new term's weight, ema_decay in
+# 0.17.0) retrains no method that does not read it. Any other key is the trainer's: every method reads it.
+TERM_HYPER = {"rank": "rank_weight", "lm": "lm_weight"}
+TRAIT_HYPER = {"ema_decay": "ema_teacher", "ips_clip": "ips", "ips_floor": "ips", "ips_normalize": "ips"}
+FAMILY_HYPER = {"lm_tokens": "listwise", "lm_softmax": "listwise", "views": "pointwise", "resample_views": "pointwise",
+                "consistency": "pointwise", "consistency_warmup": "pointwise", "consistency_form": "pointwise"}
 
 
 def reads_hyper(method: str, key: str) -> bool:
-    """Whether training method ``method`` reads ``training.<name>.hyper.<key>``."""
-    trait = TRAIT_HYPER.get(key)
-    return trait is None or bool(getattr(get(method), trait))
+    """Whether training method ``method`` reads ``training.<name>.hyper.<key>`` (derived from its terms,
+    traits and family: :data:`TERM_HYPER`, :data:`TRAIT_HYPER`, :data:`FAMILY_HYPER`)."""
+    spec = get(method)
+    term = next((name for name, weight in TERM_HYPER.items() if weight == key), None)
+    if term is not None:
+        return term in spec.terms
+    if key in TRAIT_HYPER:
+        return bool(getattr(spec, TRAIT_HYPER[key]))
+    return FAMILY_HYPER.get(key, spec.family) == spec.family
 
 
 def get(name: str) -> TrainingMethod:
