@@ -17,9 +17,12 @@ RESULTS = REPO / "docs" / "results"
 STUDY = RESULTS / "real-llms-first"  # SmolLM2-135M-Instruct: the default run reruns a slice of it
 # Each published study's folder and the config it ran, in the README table's column order
 STUDIES = {"real-llms-first": "real-llms-first.yaml", "real-llms-first-gemma3": "real-llms-first-gemma3.yaml"}
+# The second stage (SmolLM2's other readers and DL20), its table in docs/results.md: one column per reader
+MODES = "real-llms-modes"
+PUBLISHED = {**STUDIES, MODES: "real-llms-modes.yaml"}
 
 
-@pytest.mark.parametrize("study", STUDIES)
+@pytest.mark.parametrize("study", PUBLISHED)
 def test_the_published_files_are_those_the_manifest_hashed(study):
     folder = RESULTS / study
     manifest = json.loads((folder / "MANIFEST.json").read_text())
@@ -28,10 +31,10 @@ def test_the_published_files_are_those_the_manifest_hashed(study):
     changed = [name for name, digest in manifest["files"].items()
                if hashlib.sha256((folder / name).read_bytes()).hexdigest() != digest]
     assert not changed, f"edited after publishing (publish again instead): {changed}"
-    assert (folder / "config.yaml").read_text() == (REPO / "config" / "examples" / STUDIES[study]).read_text()
+    assert (folder / "config.yaml").read_text() == (REPO / "config" / "examples" / PUBLISHED[study]).read_text()
 
 
-@pytest.mark.parametrize("study", STUDIES)
+@pytest.mark.parametrize("study", PUBLISHED)
 def test_the_study_was_run_by_a_commit_of_this_repository(study):
     commit = json.loads((RESULTS / study / "MANIFEST.json").read_text())["git_commit"]
     if subprocess.run(["git", "-C", str(REPO), "rev-parse", "--git-dir"], capture_output=True).returncode:
@@ -82,3 +85,52 @@ def test_the_readme_shows_the_published_studys_numbers():
     readme = (REPO / "README.md").read_text()
     missing = [row for row in study_readme_rows() if row not in readme]
     assert not missing, "README.md's study table is not the published one; it gives:\n" + "\n".join(missing)
+
+
+def modes_rows() -> list[str]:
+    """docs/results.md's table of the second stage: one column per (reader, collection) it ran, in its config's
+    order, with the same rows as far as each reader's orders give them ("–" where they do not)."""
+    folder = RESULTS / MODES
+    rerank = pl.read_csv(folder / "tables" / "rerank.csv")
+    claims = {(r["model"], r["dataset"], r["claim"]): r for r in pl.read_csv(folder / "tables" / "claims.csv").to_dicts()}
+    columns = rerank.select("model", "dataset").unique(maintain_order=True).rows()
+    cells = {(r["model"], r["dataset"], r["debias"]): r for r in rerank.to_dicts()}
+
+    def number(value, digits=3) -> str:
+        return "–" if value is None or value != value else f"{value:.{digits}f}"
+
+    def claim(model, dataset, name) -> str:
+        r = claims.get((model, dataset, name))
+        if r is None or r["mark"] == "not run":
+            return "not run"
+        return f"{r['mark']} ({r['effect']:+.3f}, p = {r['p']:.2g})"
+
+    def row(label, cell) -> str:
+        return f"| {label} | " + " | ".join(cell(m, d) for m, d in columns) + " |"
+
+    def plain(model, dataset):
+        return cells[(model, dataset, "none")]
+
+    return [
+        "| | " + " | ".join(f"{m} · {d}" for m, d in columns) + " |",
+        "|---|" + "---|" * len(columns),
+        row("queries", lambda m, d: str(plain(m, d)["queries"])),
+        row("nDCG@10, first-stage order", lambda m, d: number(plain(m, d)["ndcg10_original"])),
+        row("nDCG@10, 3 shuffled orders (mean ± sd)",
+            lambda m, d: f"{number(plain(m, d)['ndcg10_shuffled_mean'])} ± {number(plain(m, d)['ndcg10_shuffled_sd'])}"),
+        row("τ-PSI over the shuffles", lambda m, d: number(plain(m, d)["tau_psi"])),
+        row("relevant passage at input position 1 / 20 (nDCG@10); PSI",
+            lambda m, d: "–" if plain(m, d)["curve_first"] is None or plain(m, d)["curve_first"] != plain(m, d)["curve_first"]
+            else f"{number(plain(m, d)['curve_first'])} / {number(plain(m, d)['curve_last'])}; {number(plain(m, d)['psi'])}"),
+        row("PermSC@3 (nDCG@10)", lambda m, d: number(cells[(m, d, "permsc@3")]["ndcg10_original"])
+            if (m, d, "permsc@3") in cells else "–"),
+        row("model calls per query (plain)", lambda m, d: number(plain(m, d)["calls_per_query"], 1)),
+        *(row(f"claim: {name}", lambda m, d, name=name: claim(m, d, name))
+          for name in ("shuffling-lowers-quality", "late-positions-lose", "permsc-beats-one-list")),
+    ]
+
+
+def test_the_results_page_shows_the_second_stages_numbers():
+    page = (REPO / "docs" / "results.md").read_text()
+    missing = [row for row in modes_rows() if row not in page]
+    assert not missing, "docs/results.md's second-stage table is not the published one; it gives:\n" + "\n".join(missing)
