@@ -3,6 +3,7 @@
     python bench/job_plan.py config/paper/debiasfirst.yaml config/paper/ocsft.yaml [--snakefile PATH]
 
 Prints one line per config: every job, the jobs that go to sbatch (rules not in ``localrules``), the
+dry run's wall seconds (issue 55's target: at most 15 s a preset on a quiet 2-CPU machine), the
 model loads (every job of a rule that loads a model: rerank, propensity_rerank, silver_labels with a
 model teacher, train, and index/retrieve of dense and SPLADE encoders) and the rerank jobs alone. Local
 files a preset names get empty stand-ins in a scratch folder (a dry run only checks they exist), so it
@@ -18,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -83,9 +85,11 @@ def main() -> None:
     for configfile in args.configs:
         retrievers = yaml.safe_load(configfile.read_text()).get("retrievers", {})
         with tempfile.TemporaryDirectory() as scratch:
+            started = time.perf_counter()
             jobs = dry_run(args.snakefile.resolve(), configfile, Path(scratch))
+            seconds = time.perf_counter() - started
         rules = Counter(rule for rule, _, _ in jobs)
-        print(f"{configfile}: jobs={len(jobs)} sbatch={sum(not local for _, local, _ in jobs)} "
+        print(f"{configfile}: jobs={len(jobs)} dry_run_s={seconds:.1f} sbatch={sum(not local for _, local, _ in jobs)} "
               f"model_loads={sum(loads_a_model(r, w, retrievers) for r, _, w in jobs)} rerank={rules['rerank']}")
 
 
