@@ -10,6 +10,7 @@ import subprocess
 
 import polars as pl
 import pytest
+import yaml
 
 from tests.conftest import REPO
 
@@ -93,7 +94,9 @@ def modes_rows() -> list[str]:
     folder = RESULTS / MODES
     rerank = pl.read_csv(folder / "tables" / "rerank.csv")
     claims = {(r["model"], r["dataset"], r["claim"]): r for r in pl.read_csv(folder / "tables" / "claims.csv").to_dicts()}
-    columns = rerank.select("model", "dataset").unique(maintain_order=True).rows()
+    config = yaml.safe_load((folder / "config.yaml").read_text())
+    columns = [(e["model"], e["dataset"]) for e in config["reranking"]["experiments"]]  # the config's order
+    modes = {name: spec.get("mode", "first") for name, spec in config["models"].items()}
     cells = {(r["model"], r["dataset"], r["debias"]): r for r in rerank.to_dicts()}
 
     def number(value, digits=3) -> str:
@@ -112,7 +115,7 @@ def modes_rows() -> list[str]:
         return cells[(model, dataset, "none")]
 
     return [
-        "| | " + " | ".join(f"{m} · {d}" for m, d in columns) + " |",
+        "| SmolLM2-135M-Instruct | " + " | ".join(f"{modes[m]} · {d.upper()}" for m, d in columns) + " |",
         "|---|" + "---|" * len(columns),
         row("queries", lambda m, d: str(plain(m, d)["queries"])),
         row("nDCG@10, first-stage order", lambda m, d: number(plain(m, d)["ndcg10_original"])),
