@@ -302,8 +302,9 @@ def plan_train(config: dict, root: Path, scale=_unit, tokenizers: dict | None = 
                       listwise.head(TRAIN_SAMPLE).select("query_id", "query", "doc_ids", "texts").iter_rows()]
             grades = {}
         steps = hyper["max_steps"] if hyper["max_steps"] > 0 else math.ceil(hyper["epochs"] * n_instances / per_step)
-        check_warmup(f"training.{name}.hyper.consistency_warmup", run["method"], hyper["consistency"],
-                     hyper["consistency_warmup"], steps)
+        if methods.get(run["method"]).consistency:  # the λ keys are in the params of the methods that read them
+            check_warmup(f"training.{name}.hyper.consistency_warmup", run["method"], hyper["consistency"],
+                         hyper["consistency_warmup"], steps)
         lists = steps * per_step
         counting = counting_reranker(config, run["base_model"], grades, config["reranking"]["word_budget"], root,
                                      tokenizers)
