@@ -1,6 +1,7 @@
 """Paper tables: Holm correction, paired tests and the table builders on hand-made metrics."""
 
 import math
+import re
 
 import polars as pl
 import pytest
@@ -186,6 +187,13 @@ def test_markdown_and_latex_hold_every_cell_of_the_csv(tmp_path, name):
     assert all(f" {cell} |" in text for cell in cells)
     rows = [line for line in tex.read_text().splitlines() if line.rstrip().endswith("\\\\")]
     assert len(rows) == table.view.height + 1  # the header and every view row
+    # what pdflatex typesets with booktabs, amssymb and CJKutf8: ASCII, Chinese only inside a CJK environment,
+    # the notes under the table, not in the caption
+    latex = tex.read_text()
+    outside_cjk = re.sub(r"\\begin\{CJK\}\{UTF8\}\{gbsn\}.*?\\end\{CJK\}", "", latex)
+    assert outside_cjk.isascii(), sorted({ch for ch in outside_cjk if not ch.isascii()})
+    caption = next(line for line in latex.splitlines() if line.startswith("\\caption{"))
+    assert caption == "\\caption{" + name.replace("_", "\\_") + "}" and "\\footnotesize" in latex
 
 
 def test_capcal_table_has_a_row_per_variant_and_permsc_as_the_comparison():

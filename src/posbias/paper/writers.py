@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,13 +64,55 @@ def write(table: Table, stem: str | Path, title: str) -> list[Path]:
     return [md, csv, tex]
 
 
+# What pdflatex cannot typeset from UTF-8 without help, as the macros it can (math symbols need amssymb for the
+# triangle). Hand-written: no well-kept library for it is in the lock (pylatexenc is not), and pandas' Styler
+# escapes only LaTeX's special characters.
+_LATEX_SYMBOLS = {
+    "†": r"\textsuperscript{\dag}", "±": r"$\pm$", "→": r"$\rightarrow$", "–": "--", "—": "---", "−": r"$-$",
+    "·": r"$\cdot$", "×": r"$\times$", "≤": r"$\leq$", "≥": r"$\geq$", "≈": r"$\approx$", "…": r"\ldots{}",
+    "↑": r"$\uparrow$", "↓": r"$\downarrow$", "◀": r"$\blacktriangleleft$", "²": r"$^2$", "§": r"\S{}",
+    "“": "``", "”": "''", "‘": "`", "’": "'", "é": r"\'e", "è": r"\`e", "ü": r'\"u', "ö": r'\"o', "ä": r'\"a',
+    "α": r"$\alpha$", "β": r"$\beta$", "γ": r"$\gamma$", "δ": r"$\delta$", "Δ": r"$\Delta$", "ε": r"$\epsilon$",
+    "λ": r"$\lambda$", "μ": r"$\mu$", "π": r"$\pi$", "ρ": r"$\rho$", "σ": r"$\sigma$", "τ": r"$\tau$",
+    "ψ": r"$\psi$", "ω": r"$\omega$", "∅": r"$\emptyset$", "∞": r"$\infty$",
+}
+_CJK = re.compile(r"[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]+")  # the papers' Chinese quotes
+_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
+            "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+LATEX_PACKAGES = ("booktabs", "amssymb", "CJKutf8")  # what a document needs for every table here
+
+
+def latex_text(text: str, escaped: bool = False) -> str:
+    """``text`` as pdflatex typesets it: LaTeX's special characters escaped (unless already ``escaped``), the
+    symbols of :data:`_LATEX_SYMBOLS` as macros, and runs of Chinese in a ``CJK`` environment (``CJKutf8``)."""
+    if not escaped:
+        text = "".join(_SPECIAL.get(ch, ch) for ch in text)
+    text = "".join(_LATEX_SYMBOLS.get(ch, ch) for ch in text)
+    return _CJK.sub(lambda m: r"\begin{CJK}{UTF8}{gbsn}" + m.group(0) + r"\end{CJK}", text)
+
+
+_NUMBER = re.compile(r"^[\d.,+\-−±†%() ]+$")
+
+
+def _numeric(column: pl.Series) -> bool:
+    """Whether every cell of a view column reads as a number (a mean ± sd, a share, a † mark; "–" is empty)."""
+    cells = [str(v) for v in column.to_list() if v is not None and str(v) not in ("–", "")]
+    return bool(cells) and all(_NUMBER.match(c) for c in cells)
+
+
 def _latex(view: pl.DataFrame, caption: str, notes: str) -> str:
-    """A booktabs table through pandas' Styler (escaping, rules), with the notes in the caption."""
+    """A booktabs table through pandas' Styler (escaping, rules): the caption is the title, the notes a
+    footnote-size paragraph under the table (not in ``\\caption``); every character one pdflatex typesets with
+    :data:`LATEX_PACKAGES` (named in a comment on the first line)."""
     frame = view.to_pandas()
-    styler = frame.style.hide(axis="index").format(escape="latex")
-    return styler.to_latex(hrules=True, caption=f"{caption}. {notes}", position_float="centering",
-                           convert_css=False).replace("†", r"\textsuperscript{\dag}").replace("±", r"$\pm$") \
-        .replace("→", r"$\rightarrow$").replace("–", "--").replace("·", r"$\cdot$").replace("α", r"$\alpha$")
+    styler = frame.style.hide(axis="index").format(escape="latex").format_index(escape="latex", axis=1)
+    align = "".join("r" if _numeric(view[c]) else "l" for c in view.columns)  # numbers right-aligned
+    body = styler.to_latex(hrules=True, caption="@@CAPTION@@", position_float="centering", convert_css=False,
+                           column_format=align)
+    body = latex_text(body, escaped=True)
+    body = body.replace("@@CAPTION@@", latex_text(caption))
+    return (f"% needs \\usepackage{{{','.join(LATEX_PACKAGES)}}}\n"
+            + body.replace("\\end{table}", "\\par\\smallskip{\\footnotesize " + latex_text(notes) + "}\n\\end{table}"))
 
 
 def pyplot():
