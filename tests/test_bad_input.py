@@ -219,7 +219,7 @@ CASES = [
      "early"),
     # --- listwise training files and training entries
     ("listwise-unknown-format", "listwise", lambda c: _set(c, "datasets.mine.format", "csv"), {},
-     "datasets.mine.format: 'csv' is not one of ['jsonl', 'tevatron', 'rank_llm']", "early"),
+     "datasets.mine.format: 'csv' is not one of ['jsonl', 'tevatron', 'rank_llm', 'trec_run']", "early"),
     ("listwise-n-candidates-above-20", "listwise", lambda c: _set(c, "datasets.mine.format", "tevatron")
      and _set(c, "datasets.mine.n_candidates", 25), {}, "datasets.mine.n_candidates: 25 is greater than the maximum of 20",
      "early"),

@@ -280,7 +280,7 @@ def test_a_generation_prompt_leaves_room_for_its_answer(built, dl19, name):
         patch.setattr(generation, "identifier_scores", recording)
         before = gen.stats["truncated_passages"]
         calibrated = gen.rank_with_priors([dl19], lambda real, empty: real, "[empty]")[0]
-    assert sorted(calibrated.order) == list(range(20)) and len(read) == 20
+    assert sorted(calibrated.order) == list(range(20)) and len(read) == 21  # the prior once, then 20 steps
     assert gen.stats["truncated_passages"] > before and max(read) <= 1200
 
 

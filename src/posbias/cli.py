@@ -22,6 +22,8 @@ from typing import Annotated
 import typer
 import yaml
 
+from posbias import paths
+
 REPO = Path(__file__).resolve().parents[2]  # the checkout: Snakefile, config/
 
 app = typer.Typer(help="Position-bias research on LLM rerankers: the posbias workflow and its tools.",
@@ -76,7 +78,7 @@ def check(config: Annotated[list[Path], typer.Argument(help="Configs to check.")
 
 @app.command()
 def plan(config: Annotated[list[Path], typer.Argument(help="Configs to plan.")],
-         out: Annotated[Path, typer.Option(help="Folder for each config's plan tables.")] = Path("results/plan")):
+         out: Annotated[Path, typer.Option(help="Folder for each config's plan tables.")] = Path(paths.plan()).parent):
     """The compute plan of CONFIG on stand-in data (no data, no model): jobs, calls, tokens, device-hours."""
     from posbias.dry_plan import main
 
@@ -117,8 +119,7 @@ def audit(ctx: typer.Context,
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / "audit.yaml"
     path.write_text(yaml.safe_dump(audit_config(model, collection, queries, engine), sort_keys=False))
-    typer.echo(f"posbias: audit: wrote {path}; results in {directory / 'results'} (tables/rerank.md, "
-               "figures/position_curve.png)", err=True)
+    typer.echo(f"posbias: audit: wrote {path}; its tables and figures land under {directory}", err=True)
     raise typer.Exit(subprocess.call(snakemake_command(path, directory, list(ctx.args))))
 
 

@@ -27,7 +27,7 @@ from posbias.config.effects import check_adaptive, check_references, ignored_set
 from posbias.config.files import check_files, drop_unavailable
 from posbias.config.messages import check_duplicate_keys, explain_config
 from posbias.config.schema_defaults import defaults, schema
-from posbias.engines.vllm_engine import worker_python
+from posbias.engines.python import worker_python
 from posbias.errors import PosbiasError
 from posbias.rerankers import modes
 from posbias.retrieval import kinds

@@ -33,10 +33,12 @@ import time
 from pathlib import Path
 
 from posbias.engines import Engine, eos_ids
+from posbias.engines.python import worker_python
 from posbias.errors import PosbiasError
 
 WORKER = Path(__file__).with_name("vllm_worker.py")
-CHECKOUT = Path(__file__).resolve().parents[3]  # where ./posbias.sh creates .venv-vllm
+log = logging.getLogger(__name__)
+_MODES = {False: "raw_logits", True: "raw_logprobs"}  # vLLM's logprobs_mode for next_token(normalise=…)
 
 
 def _die_with_parent() -> None:
@@ -52,15 +54,6 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
     except (AttributeError, OSError):
         pass
-
-
-def worker_python(setting: str) -> Path:
-    """The interpreter a ``vllm.python`` setting names: absolute; relative to the working directory where
-    it exists there, else to the checkout (as ./posbias.sh made it); empty, this process's."""
-    python = Path(setting or sys.executable)
-    return python if python.is_absolute() or python.exists() else CHECKOUT / python
-log = logging.getLogger(__name__)
-_MODES = {False: "raw_logits", True: "raw_logprobs"}  # vLLM's logprobs_mode for next_token(normalise=…)
 
 
 class VllmEngine(Engine):
@@ -122,7 +115,8 @@ class VllmEngine(Engine):
         self._process = subprocess.Popen([str(python), str(WORKER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=subprocess.PIPE, text=True, env=env, preexec_fn=_die_with_parent,
                                          start_new_session=True)  # its group: the worker and vLLM's processes
-        threading.Thread(target=self._relay, daemon=True).start()
+        self._relaying = threading.Thread(target=self._relay, daemon=True)
+        self._relaying.start()
         atexit.register(self.close)
         self.mode = mode
         settings = {"path": self.spec.path, "dtype": self.spec.dtype, "max_model_len": self.spec.max_context,
@@ -151,6 +145,7 @@ class VllmEngine(Engine):
             line = ""
         if not line:
             code = self._process.wait()
+            self._relaying.join(timeout=10)  # its last words may still be in the pipe
             last = next((x for x in reversed(self._log) if "Error" in x), self._log[-1] if self._log else "")
             raise PosbiasError(f"vLLM engine for {self.spec.path} exited (code {code}): {last.strip()} (it ran in "
                                f"{self._python}, the models entry's vllm.python; its log is this job's)")
