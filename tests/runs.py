@@ -30,7 +30,7 @@ RUNS = ("default_run", "ocsft_toy_run", "slurm_run", "selfdistil_run", "collecti
 # Then the modules without a shared run that take longest (the phase table's slowest tests), longest
 # first, so that they start while the runs go on and none is left running alone at the end (measured:
 # the presets' plans, collected last by name, kept one worker busy for 4 minutes after the others).
-SLOW_MODULES = ("test_real_models", "test_workflow", "test_training", "test_vllm_engine", "test_real_tokenizers",
+SLOW_MODULES = ("test_real_models", "test_real_finetune", "test_workflow", "test_training", "test_vllm_engine", "test_real_tokenizers",
                 "test_determinism", "test_offline", "test_propensity")
 
 

@@ -55,3 +55,17 @@ def test_every_rule_says_what_it_does_in_snakemake_list_rules():
             if re.match(r"^rule \w+:$", line) and not re.match(r'^    """[^\n]+"""$', lines[i + 1]):
                 missing.append(f"{path.name}: {line}")
     assert not missing, missing
+
+
+def test_the_reports_captions_render_measure_names_as_text_not_mail_links():
+    """Snakemake's HTML report renders each caption as reStructuredText, where a bare "nDCG@10" is an e-mail
+    address (docutils' standalone hyperlinks): every "@" in a caption is escaped, so none becomes a link."""
+    from docutils.core import publish_parts
+
+    captions = sorted((REPO / "docs" / "captions").glob("*.rst"))
+    assert captions
+    for caption in captions:
+        html = publish_parts(caption.read_text(encoding="utf-8"), writer_name="html",
+                             settings_overrides={"report_level": 5})["fragment"]
+        assert "mailto:" not in html, caption.name
+    assert "mailto:" in publish_parts("nDCG@10", writer_name="html")["fragment"]  # what the escape prevents

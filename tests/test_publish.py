@@ -66,6 +66,22 @@ def test_a_run_is_published_with_its_per_query_values_times_and_hashes(tmp_path)
     assert not (dest / "tables" / "t1.md").exists() and sorted(p.name for p in dest.parent.iterdir()) == ["study"]
 
 
+def test_a_run_that_trained_publishes_its_loss_curves(tmp_path):
+    """Each training run's logged steps, one CSV with the model's name first (the curves differ in columns:
+    a pointwise run logs its penalty, a listwise one its rank and LM terms)."""
+    run, config = _run(tmp_path, [_record()])
+    train = run / "results" / "metrics" / "train"
+    train.mkdir(parents=True)
+    pl.DataFrame({"step": [1, 2], "loss": [2.0, 1.5], "rank_loss": [1.0, 0.5]}).write_parquet(train / "first-s1.parquet")
+    pl.DataFrame({"step": [1], "loss": [0.7], "consistency": [0.1]}).write_parquet(train / "ocsft-s1.parquet")
+    dest = tmp_path / "published"
+    manifest = publish.publish(run, dest, config)
+    curves = pl.read_csv(dest / publish.LOSS_CURVES)
+    assert curves.columns[:3] == ["model", "step", "loss"] and "loss_curves.csv" in manifest["files"]
+    assert curves["model"].to_list() == ["first-s1", "first-s1", "ocsft-s1"]
+    assert curves["consistency"].to_list() == [None, None, 0.1] and "`loss_curves.csv`" in (dest / "README.md").read_text()
+
+
 @pytest.mark.parametrize("records, message", [
     ([_record(dirty=True)], "uncommitted changes"),
     ([_record("c0ffee"), _record("decade")], "2 states of the code"),

@@ -20,7 +20,9 @@ STUDY = RESULTS / "real-llms-first"  # SmolLM2-135M-Instruct: the default run re
 STUDIES = {"real-llms-first": "real-llms-first.yaml", "real-llms-first-gemma3": "real-llms-first-gemma3.yaml"}
 # The second stage (SmolLM2's other readers and DL20), its table in docs/results.md: one column per reader
 MODES = "real-llms-modes"
-PUBLISHED = {**STUDIES, MODES: "real-llms-modes.yaml"}
+# The fine-tuning study (tests/test_real_finetune.py reruns its slice), its table in docs/results.md
+FINETUNE = "real-finetune"
+PUBLISHED = {**STUDIES, MODES: "real-llms-modes.yaml", FINETUNE: "real-finetune.yaml"}
 
 
 @pytest.mark.parametrize("study", PUBLISHED)

@@ -75,6 +75,8 @@ def test_training_lowers_the_loss_and_the_model_reloads(setup, tmp_path):
     curve = train(str(root / "base"), listwise, spec, tmp_path / "work", tmp_path / "out", omega)
     assert curve.height == 12
     assert curve["loss"].tail(3).mean() < curve["loss"].head(3).mean()
+    # each logged step reads 4 lists' prompt tokens (attention mask ones) at some positive rate
+    assert (curve["tokens_per_s"] > 0).all() and curve["tokens_per_s"].is_finite().all()
     reranker = FirstReranker(LMSpec(str(tmp_path / "out")))
     rec = listwise.row(0, named=True)
     result = reranker.rank([Window("q", rec["query"], rec["doc_ids"], rec["texts"])])[0]
@@ -311,7 +313,7 @@ def test_ocsft_trains_and_logs_both_terms(setup, pointwise, tmp_path):
     spec = TrainSpec.create(method="ocsft", learning_rate=3e-3, max_steps=6, batch_size=4, grad_accum=1, save_steps=100,
                      logging_steps=2, views=3, consistency=5.0, consistency_warmup=4)
     curve = train(str(root / "base"), pointwise, spec, tmp_path / "work", tmp_path / "out")
-    assert curve.height == 3
+    assert curve.height == 3 and (curve["tokens_per_s"] > 0).all()
     assert curve["supervised_loss"].is_not_nan().all() and (curve["consistency_loss"] > 0).all()
     assert curve["rank_loss"].is_nan().all()
     from posbias.scoring import GradesScorer

@@ -24,7 +24,7 @@ from posbias.provenance import KEY
 
 # Wall-clock measurements, the only fields that may differ between two runs of the same config.
 TIMING_FIELDS = frozenset({"seconds", "wall_seconds", "seconds_per_query", "seconds_per_query_method",
-                           "train_seconds", "s/query", "training s"})
+                           "train_seconds", "s/query", "training s", "tokens_per_s"})
 _TEXT = {".md", ".tex", ".trec"}
 
 

@@ -34,6 +34,7 @@ from posbias import provenance
 from posbias.errors import PosbiasError
 
 PER_QUERY = "per_query.csv"
+LOSS_CURVES = "loss_curves.csv"
 MANIFEST = "MANIFEST.json"
 # the per-query metric files of rule rerank_summary's inputs: results/metrics/rerank/<model>/<dataset>/
 # <retriever>/<debias>.parquet (the .summary and .curve files beside them are aggregates)
@@ -48,6 +49,16 @@ def per_query(run_dir: Path) -> pl.DataFrame:
         raise PosbiasError(f"{run_dir}/results/metrics/rerank: no per-query metrics; run the workflow first")
     frame = pl.concat([pl.read_parquet(p) for p in files], how="vertical")
     return frame.sort("model", "dataset", "retriever", "debias", "order", "query_id", "measure")
+
+
+def loss_curves(run_dir: Path) -> pl.DataFrame | None:
+    """Every training run's logged steps (``results/metrics/train/<model>.parquet``), one frame; None if none."""
+    files = sorted((run_dir / "results" / "metrics" / "train").glob("*.parquet"))
+    if not files:
+        return None
+    frames = [pl.read_parquet(p).with_columns(pl.lit(p.stem).alias("model")) for p in files]
+    frame = pl.concat(frames, how="diagonal_relaxed")
+    return frame.select("model", *[c for c in frame.columns if c != "model"])
 
 
 def wall_seconds(run_dir: Path) -> float | None:
@@ -110,6 +121,9 @@ def publish(run_dir: Path, dest: Path, config: Path) -> dict:
         for png in figures:
             shutil.copy2(png, scratch / "figures" / png.name)
         frame.write_csv(scratch / PER_QUERY)
+        curves = loss_curves(run_dir)
+        if curves is not None:
+            curves.write_csv(scratch / LOSS_CURVES)
         shutil.copy2(config, scratch / "config.yaml")
         files = sorted(p for p in scratch.rglob("*") if p.is_file())
         manifest = {
@@ -151,6 +165,7 @@ def _readme(manifest: dict, tables: list[Path], figures: list[Path]) -> str:
         + (f", {wall:,.0f} s wall ({wall / 60:.0f} min) for the last Snakemake invocation" if wall else ""),
         "- experiments: " + "; ".join(" · ".join(e) for e in manifest["experiments"]),
         f"- `{PER_QUERY}`: every experiment's per-query metrics (the values a later run is checked against)",
+        *([f"- `{LOSS_CURVES}`: every training run's logged steps"] if LOSS_CURVES in manifest["files"] else []),
         f"- `{MANIFEST}`: the packages' versions and each file's sha256",
         "",
         "Tables: " + ", ".join(f"[{t.stem}](tables/{t.name})" for t in tables),

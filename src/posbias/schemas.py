@@ -172,6 +172,7 @@ LOSS_CURVE = pa.schema(
         ("ips_weight_mean", pa.float64()),
         ("ips_weight_max", pa.float64()),
         ("grad_norm", pa.float64()),
+        ("tokens_per_s", pa.float64()),
     ]
 )
 # OC-SFT: the teacher's scores of contiguous B-document windows, view 0 = first-stage order and views

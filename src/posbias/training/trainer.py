@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 
 import numpy as np
 import polars as pl
@@ -39,6 +40,8 @@ def trainer_class():
             self.id_tokens, self.spec, self.propensity = id_tokens, spec, propensity
             self.objective = registry.load(spec.family.objective)
             self._parts: dict[str, list[float]] = {}
+            # prompt tokens read since the last log, and when that was: tokens_per_s in each logged step
+            self._tokens, self._since = 0, time.perf_counter()
             if hasattr(self.data_collator, "epoch"):
                 collator = self.data_collator
 
@@ -57,6 +60,8 @@ def trainer_class():
 
         def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
             loss, parts, outputs = self.objective(model, inputs, self)
+            if model.training and "attention_mask" in inputs:
+                self._tokens += int(inputs["attention_mask"].sum())
             for key, value in parts.items():
                 self._parts.setdefault(key, []).append(value)
             return (loss, outputs) if return_outputs else loss
@@ -65,6 +70,10 @@ def trainer_class():
             for key, values in self._parts.items():
                 logs[key] = float(np.max(values) if key.endswith("_max") else np.mean(values))
             self._parts = {}
+            if "loss" in logs:  # a training step's log: the tokens read per second of wall time since the last
+                now = time.perf_counter()
+                logs["tokens_per_s"] = self._tokens / max(now - self._since, 1e-9)
+                self._tokens, self._since = 0, now
             super().log(logs, *args, **kwargs)
 
     return RerankerTrainer
@@ -111,7 +120,7 @@ def preemption_callback():
 
 
 LOSS_PARTS = ("rank_loss", "lm_loss", "supervised_loss", "consistency_loss", "learning_rate", "ips_clipped_share",
-              "ips_weight_mean", "ips_weight_max", "grad_norm")
+              "ips_weight_mean", "ips_weight_max", "grad_norm", "tokens_per_s")
 
 
 def loss_curve(history: list[dict]) -> pl.DataFrame:

