@@ -225,6 +225,12 @@ CASES = [
      "early"),
     ("training-data-not-listwise", "trec", _training(), {}, "training.t.data 'mine' has no listwise training instances",
      "early"),
+    ("lora-unmerged-on-vllm", "listwise", lambda c: _training({"lora": {"merge": False}})(c)
+     and _set(c, "models.lm.engine", "vllm"), {},
+     "training.t.hyper.lora.merge: false saves adapters alone, which the vLLM engine of 'lm' does not load", "early"),
+    ("training-from-unmerged-adapters", "listwise", lambda c: _training({"lora": {"merge": False}})(c)
+     and _set(c, "training.u", {"method": "first", "base_model": "t", "data": "mine"}), {},
+     "training.u.base_model 't' was saved as LoRA adapters alone (training.t.hyper.lora.merge: false)", "early"),
     ("training-base-simulated", "listwise", _training(base_model="sim"), {},
      "training.t.base_model 'sim' is not a models entry of kind causal_lm", "early"),
     ("training-base-and-bases", "listwise", _training(base_model="lm", base_models=["lm"]), {},

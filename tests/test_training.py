@@ -93,6 +93,28 @@ def test_lora_adapters_are_merged(setup, tmp_path):
     assert not any("lora" in n for n in names)  # a plain checkpoint, loadable without peft
 
 
+def test_unmerged_lora_adapters_rerank_as_the_merged_model_does(setup, tmp_path):
+    """lora.merge false: the folder holds the adapters alone (naming the base), and the reranker, loading it
+    onto the base, reads the scores of the same run merged."""
+    import json
+
+    root, listwise = setup
+    lora = {"r": 4, "alpha": 8, "dropout": 0.0, "target_modules": ["q_proj", "v_proj"]}
+    scores = {}
+    for merge in (True, False):
+        spec = TrainSpec.create(method="first", learning_rate=1e-2, max_steps=2, batch_size=2, grad_accum=1,
+                                save_steps=100, lora={**lora, "merge": merge})
+        out = tmp_path / f"out-{merge}"
+        train(str(root / "base"), listwise.head(4), spec, tmp_path / f"work-{merge}", out)
+        rec = listwise.row(0, named=True)
+        window = Window(rec["query_id"], rec["query"], rec["doc_ids"], rec["texts"])
+        scores[merge] = FirstReranker(LMSpec(str(out))).rank([window])[0].scores
+    assert not (out / "model.safetensors").exists() and (out / "adapter_model.safetensors").is_file()
+    assert json.loads((out / "adapter_config.json").read_text())["base_model_name_or_path"] == str(root / "base")
+    np.testing.assert_allclose(scores[False], scores[True], atol=1e-5)
+    assert not np.allclose(scores[True], FirstReranker(LMSpec(str(root / "base"))).rank([window])[0].scores, atol=1e-4)
+
+
 _KILLABLE = """
 import logging, sys
 from pathlib import Path

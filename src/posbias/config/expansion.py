@@ -152,6 +152,13 @@ def _register(config: dict, name: str, run: dict) -> None:
     base = config["models"].get(run["base_model"])
     if base is None or base["kind"] != "causal_lm":
         raise ValueError(f"{where}.base_model {run['base_model']!r} is not a models entry of kind causal_lm")
+    if base.get("adapters"):
+        raise ValueError(f"{where}.base_model {run['base_model']!r} was saved as LoRA adapters alone "
+                         f"(training.{run['base_model']}.hyper.lora.merge: false); set merge: true to train on from it")
+    adapters = not run["hyper"].get("lora", {}).get("merge", True) if run["hyper"].get("lora") else False
+    if adapters and base.get("engine") == "vllm":
+        raise ValueError(f"{where}.hyper.lora.merge: false saves adapters alone, which the vLLM engine of "
+                         f"{run['base_model']!r} does not load; set merge: true, or engine: transformers on the base")
     if method.family != modes.family(base):
         raise ValueError(f"{where}: method {run['method']!r} needs a base model of a {method.family} mode "
                          f"({', '.join(modes.names(method.family))}); {run['base_model']!r} is in mode {base['mode']!r}")
@@ -180,7 +187,7 @@ def _register(config: dict, name: str, run: dict) -> None:
                                                      "engine", "vllm")
                                  if k in base},
                               "kind": "causal_lm", "mode": base["mode"], "path": paths.model(name),
-                              "trained": True}
+                              "trained": True, **({"adapters": True} if adapters else {})}
 
 
 def _check_propensity(config: dict) -> None:

@@ -61,8 +61,9 @@ def train(base_model: str, instances: pl.DataFrame, spec: TrainSpec, work_dir: P
     ``instances`` and ``propensity`` are what the method's family reads (:mod:`posbias.training.families`:
     listwise instances and ω (k × k) for the IPS methods; pointwise windows and the teacher's slot propensity
     π (B,) for ``debiasfirst_pointwise``); its ``setup`` makes the examples and collator. Returns the loss
-    curve (schema LOSS_CURVE). With LoRA the
-    adapters are merged into the base weights before saving, so the result loads like any checkpoint.
+    curve (schema LOSS_CURVE). With LoRA the adapters are merged into the base weights before saving, so the
+    result loads like any checkpoint; with ``lora.merge`` false the folder holds the adapters alone (PEFT's
+    ``adapter_config.json`` naming ``base_model``), which ``from_pretrained`` loads onto the base model.
     """
     from transformers import (
         AutoModelForCausalLM,
@@ -125,7 +126,7 @@ def train(base_model: str, instances: pl.DataFrame, spec: TrainSpec, work_dir: P
     if not trainer.is_world_process_zero():
         return loss_curve(trainer.state.log_history)
     final = trainer.model
-    if spec.lora:
+    if spec.lora and spec.lora.get("merge", True):
         final = final.merge_and_unload()
     out_dir = Path(out_dir)
     tmp = out_dir.with_name(f".{out_dir.name}.tmp")
