@@ -155,7 +155,8 @@ def _register(config: dict, name: str, run: dict) -> None:
     if base.get("adapters"):
         raise ValueError(f"{where}.base_model {run['base_model']!r} was saved as LoRA adapters alone "
                          f"(training.{run['base_model']}.hyper.lora.merge: false); set merge: true to train on from it")
-    adapters = not run["hyper"].get("lora", {}).get("merge", True) if run["hyper"].get("lora") else False
+    lora = run["hyper"].get("lora")
+    adapters = bool(lora) and not lora.get("merge", True)  # hyper.lora.merge: false
     if adapters and base.get("engine") == "vllm":
         raise ValueError(f"{where}.hyper.lora.merge: false saves adapters alone, which the vLLM engine of "
                          f"{run['base_model']!r} does not load; set merge: true, or engine: transformers on the base")
