@@ -240,7 +240,7 @@ CASES = [
     ("training-gpus-negative", "listwise", _training(gpus=-1), {}, "training.t.gpus: -1 is less than the minimum of 0",
      "early"),
     ("hyper-lora-unknown-key", "listwise", _training(hyper={"lora": {"rank": 8}}), {},
-     "unknown key training.t.hyper.lora.rank; allowed keys here: alpha, dropout, r, target_modules", "early"),
+     "unknown key training.t.hyper.lora.rank; allowed keys here: alpha, dropout, merge, r, target_modules", "early"),
     ("hyper-warmup-above-one", "listwise", _training(hyper={"warmup_ratio": 1.5}), {},
      "training.t.hyper.warmup_ratio: 1.5 is greater than the maximum of 1", "early"),
     ("hyper-deepspeed-missing", "listwise", _training(hyper={"deepspeed": "in/ds.json"}), {},
