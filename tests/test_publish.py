@@ -40,7 +40,10 @@ def _run(tmp_path: Path, records: list[dict]) -> tuple[Path, Path]:
     (run / "benchmarks" / "b.tsv").write_text("s\th:m:s\n7.5\t0:00:07\n")
     (run / ".snakemake" / "log").mkdir(parents=True)
     (run / ".snakemake" / "log" / "2026-12-06T030000.snakemake.log").write_text(
-        "Building DAG of jobs...\n[Sun Dec  6 03:00:00 2026]\nlocalrule all:\n[Sun Dec  6 03:55:30 2026]\nDone\n")
+        "Building DAG of jobs...\n[Sun Dec  6 03:00:00 2026]\nlocalrule all:\n[Sun Dec  6 03:55:00 2026]\nDone\n")
+    # a second invocation (a resumed or finished study): the run's wall time sums both
+    (run / ".snakemake" / "log" / "2026-12-06T040000.snakemake.log").write_text(
+        "Building DAG of jobs...\n[Sun Dec  6 04:00:00 2026]\nlocalrule all:\n[Sun Dec  6 04:00:30 2026]\nDone\n")
     (tables / "claims.csv").write_text("claim\nx\n")  # a CSV without a Markdown twin
     config = tmp_path / "study.yaml"
     config.write_text(CONFIG_TEXT)
@@ -52,7 +55,7 @@ def test_a_run_is_published_with_its_per_query_values_times_and_hashes(tmp_path)
     dest = tmp_path / "docs" / "results" / "study"
     manifest = publish.publish(run, dest, config)
     assert manifest["git_commit"] == "c0ffee" and manifest["config"] == "study.yaml"
-    assert manifest["job_seconds"] == 20.0 and manifest["wall_seconds"] == 55 * 60 + 30
+    assert manifest["job_seconds"] == 20.0 and manifest["wall_seconds"] == 55 * 60 + 30 and manifest["invocations"] == 2
     per_query = pl.read_csv(dest / publish.PER_QUERY)
     assert per_query.sort("debias")["value"].to_list() == [0.25, 0.5]  # the summaries beside them are not copied
     assert (dest / "config.yaml").read_text() == CONFIG_TEXT
@@ -60,7 +63,7 @@ def test_a_run_is_published_with_its_per_query_values_times_and_hashes(tmp_path)
                                          "tables/t1.csv", "tables/t1.md"]
     assert json.loads((dest / publish.MANIFEST).read_text()) == json.loads(json.dumps(manifest))
     readme = (dest / "README.md").read_text()
-    assert "commit `c0ffee`" in readme and "3,330 s wall (56 min)" in readme and "[t1](tables/t1.md)" in readme
+    assert "commit `c0ffee`" in readme and "3,330 s wall (56 min) over its 2 Snakemake invocation(s)" in readme and "[t1](tables/t1.md)" in readme
     (run / "results" / "tables" / "t1.md").unlink()
     publish.publish(run, dest, config)  # publishing again replaces the folder, leaving nothing beside it
     assert not (dest / "tables" / "t1.md").exists() and sorted(p.name for p in dest.parent.iterdir()) == ["study"]

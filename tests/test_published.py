@@ -139,3 +139,63 @@ def test_the_results_page_shows_the_second_stages_numbers():
     page = (REPO / "docs" / "results.md").read_text()
     missing = [row for row in modes_rows() if row not in page]
     assert not missing, "docs/results.md's second-stage table is not the published one; it gives:\n" + "\n".join(missing)
+
+
+def finetune_rows() -> list[str]:
+    """docs/results.md's two tables of the fine-tuning study, from its published tables: the FIRST readers (the base
+    model and each trained cell: mean ± sd over seeds where it has two) and the Grades readers (the stability
+    table: OC-SFT, its baselines and the base scorer). p: the run's paired Wilcoxon tests against DebiasFirst
+    (versus_baselines, Holm-corrected) and against OC-SFT (stability)."""
+    folder = RESULTS / FINETUNE
+    bias = {r["model"]: r for r in pl.read_csv(folder / "tables" / "position_bias.csv").to_dicts()}
+    rerank = pl.read_csv(folder / "tables" / "rerank.csv")
+    versus = {(r["model"], r["condition"]): r for r in pl.read_csv(folder / "tables" / "versus_baselines.csv").to_dicts()}
+    stability = {r["variant"]: r for r in pl.read_csv(folder / "tables" / "stability.csv").filter(
+        (pl.col("k") == 1) & (pl.col("budget") == "fixed")).to_dicts()}
+
+    def number(value, digits=3) -> str:
+        return "–" if value is None or value != value else f"{value:.{digits}f}"
+
+    def spread(mean, sd) -> str:
+        return number(mean) if sd is None or sd != sd else f"{number(mean)} ± {number(sd)}"
+
+    def seeds_of(model: str, debias: str, column: str) -> str:
+        """The rerank table's per-seed values of ``model`` (its seeds are models ``<model>-s<seed>``)."""
+        values = rerank.filter(((pl.col("model") == model) | pl.col("model").str.starts_with(f"{model}-s"))
+                               & (pl.col("debias") == debias))[column].to_list()
+        if not values:
+            return "–"
+        mean = sum(values) / len(values)
+        sd = (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5 if len(values) > 1 else None
+        return spread(mean, sd)
+
+    def p(model: str, condition: str) -> str:
+        r = versus.get((model, condition))
+        return "ref." if model == "debiasfirst" else "–" if r is None else number(r["p_holm"], 3)
+
+    listwise = ["smollm2", "first", "debiasfirst", "randaug", "posaug-noips"]
+    rows = ["| FIRST reader (DL19, 10 queries) | seeds | nDCG@10 original | nDCG@10 3 shuffles | τ-PSI | curve spread "
+            "(position 1 → 20) | PermSC@3 | CapCal (original) | p vs DebiasFirst (original; shuffled) |",
+            "|---|---|---|---|---|---|---|---|---|"]
+    for model in listwise:
+        b = bias[model]
+        rows.append(f"| {model} | {b['seeds']} | {spread(b['ndcg10_original'], b['ndcg10_original_sd'])} | "
+                    f"{spread(b['ndcg10_shuffled'], b['ndcg10_shuffled_sd'])} | {seeds_of(model, 'none', 'tau_psi')} | "
+                    f"{spread(b['spread'], b['spread_sd'])} | {seeds_of(model, 'permsc@3', 'ndcg10_original')} | "
+                    f"{seeds_of(model, 'capcal', 'ndcg10_original')} | {p(model, 'original')}; {p(model, 'shuffled')} |")
+    rows += ["", "| Grades reader (DL19, 10 queries) | nDCG@10 original | nDCG@10 2 shuffles | τ-PSI | retention Jaccard "
+             "| p vs OC-SFT (nDCG@10 shuffled; τ-PSI; Jaccard) |", "|---|---|---|---|---|---|"]
+    for model in ("smollm2-grades", "single-order", "order-averaged", "ocsft"):
+        s = stability[model]
+        tests = "ref." if model == "ocsft" else "; ".join(number(s[f"p_holm_{c}"]) for c in ("ndcg10", "tau_psi",
+                                                                                               "jaccard"))
+        rows.append(f"| {model} | {number(s['ndcg10_canonical'])} | {number(s['ndcg10'])} | {number(s['tau_psi'])} | "
+                    f"{number(s['jaccard'])} | {tests} |")
+    return rows
+
+
+def test_the_results_page_shows_the_fine_tuning_studys_numbers():
+    page = (REPO / "docs" / "results.md").read_text()
+    missing = [row for row in finetune_rows() if row and row not in page]
+    assert not missing, "docs/results.md's fine-tuning tables are not the published ones; they give:\n" + "\n".join(
+        finetune_rows())

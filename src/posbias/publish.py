@@ -10,7 +10,7 @@ holding ``results/``, ``benchmarks/`` and ``.snakemake/``):
 - the config the run read;
 
 and writes ``MANIFEST.json`` (the commit, version and package versions of the run, each file's sha256, the
-jobs' summed seconds and the run's wall time) and ``README.md`` (the same for a reader). It refuses a run whose
+jobs' summed seconds and the run's wall time, summed over its Snakemake invocations) and ``README.md`` (the same for a reader). It refuses a run whose
 artifacts name more than one commit or an uncommitted checkout, or that has no results: published numbers come
 from one committed state of the code. Nothing is written to ``DEST`` unless everything is (a scratch folder
 renamed at the end).
@@ -61,14 +61,22 @@ def loss_curves(run_dir: Path) -> pl.DataFrame | None:
     return frame.select("model", *[c for c in frame.columns if c != "model"])
 
 
+def invocations(run_dir: Path) -> list[float]:
+    """Each Snakemake invocation's wall time, oldest first: its log's first and last time stamps (an invocation
+    that logged fewer than two counts 0)."""
+    walls = []
+    for log in sorted((run_dir / ".snakemake" / "log").glob("*.snakemake.log")):
+        stamps = [datetime.strptime(m.group(1), "%a %b %d %H:%M:%S %Y")
+                  for line in log.read_text(encoding="utf-8").splitlines() if (m := _STAMP.match(line.strip()))]
+        walls.append((stamps[-1] - stamps[0]).total_seconds() if len(stamps) > 1 else 0.0)
+    return walls
+
+
 def wall_seconds(run_dir: Path) -> float | None:
-    """The newest Snakemake invocation's wall time: its log's first and last time stamps."""
-    logs = sorted((run_dir / ".snakemake" / "log").glob("*.snakemake.log"))
-    if not logs:
-        return None
-    stamps = [datetime.strptime(m.group(1), "%a %b %d %H:%M:%S %Y")
-              for line in logs[-1].read_text(encoding="utf-8").splitlines() if (m := _STAMP.match(line.strip()))]
-    return (stamps[-1] - stamps[0]).total_seconds() if len(stamps) > 1 else None
+    """The run's wall time: its Snakemake invocations' summed (a study resumed or finished by a second
+    invocation took both); None without a log."""
+    walls = invocations(run_dir)
+    return sum(walls) if walls else None
 
 
 def job_seconds(run_dir: Path) -> float:
@@ -130,7 +138,7 @@ def publish(run_dir: Path, dest: Path, config: Path) -> dict:
             "git_commit": state["git_commit"], "git_describe": state["git_describe"],
             "posbias_version": state["posbias_version"], "packages": state["packages"],
             "config": Path(config).name, "job_seconds": round(job_seconds(run_dir), 1),
-            "wall_seconds": wall_seconds(run_dir),
+            "wall_seconds": wall_seconds(run_dir), "invocations": len(invocations(run_dir)),
             "experiments": frame.select("model", "dataset", "retriever").unique().sort("model", "dataset").rows(),
             "files": {str(p.relative_to(scratch)): _sha256(p) for p in files},
         }
@@ -162,7 +170,8 @@ def _readme(manifest: dict, tables: list[Path], figures: list[Path]) -> str:
         f"(`{manifest['git_describe']}`), no uncommitted changes",
         f"- config: `config.yaml` (a copy of `{manifest['config']}`)",
         f"- time: {manifest['job_seconds']:,.0f} s of jobs"
-        + (f", {wall:,.0f} s wall ({wall / 60:.0f} min) for the last Snakemake invocation" if wall else ""),
+        + (f", {wall:,.0f} s wall ({wall / 60:.0f} min) over its {manifest['invocations']} Snakemake "
+           "invocation(s)" if wall else ""),
         "- experiments: " + "; ".join(" · ".join(e) for e in manifest["experiments"]),
         f"- `{PER_QUERY}`: every experiment's per-query metrics (the values a later run is checked against)",
         *([f"- `{LOSS_CURVES}`: every training run's logged steps"] if LOSS_CURVES in manifest["files"] else []),
