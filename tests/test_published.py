@@ -161,7 +161,7 @@ def finetune_rows() -> list[str]:
 
     def seeds_of(model: str, debias: str, column: str) -> str:
         """The rerank table's per-seed values of ``model`` (its seeds are models ``<model>-s<seed>``)."""
-        values = rerank.filter(((pl.col("model") == model) | pl.col("model").str.starts_with(f"{model}-s"))
+        values = rerank.filter(((pl.col("model") == model) | pl.col("model").str.contains(f"^{model}-s[0-9]+$"))
                                & (pl.col("debias") == debias))[column].to_list()
         if not values:
             return "–"
@@ -199,3 +199,13 @@ def test_the_results_page_shows_the_fine_tuning_studys_numbers():
     missing = [row for row in finetune_rows() if row and row not in page]
     assert not missing, "docs/results.md's fine-tuning tables are not the published ones; they give:\n" + "\n".join(
         finetune_rows())
+
+
+def test_the_readme_states_the_fine_tuning_studys_numbers():
+    """The README's sentence on the fine-tuning study: First's and DebiasFirst's curve spread and nDCG@10 in the
+    original order (mean over seeds), as the published position-bias table gives them."""
+    bias = {r["model"]: r for r in pl.read_csv(RESULTS / FINETUNE / "tables" / "position_bias.csv").to_dicts()}
+    first, debiased = bias["first"], bias["debiasfirst"]
+    readme = " ".join((REPO / "README.md").read_text().split())
+    assert f"spread {first['spread']:.2f} → {debiased['spread']:.2f}" in readme
+    assert f"nDCG@10 {first['ndcg10_original']:.2f} → {debiased['ndcg10_original']:.2f}" in readme
