@@ -2,7 +2,8 @@
 docs/results/real-finetune): its config holds the cells the study reports, and CI reruns its slice, First seed 1's
 setting for 6 LoRA steps on the DL20 RankGPT teacher windows, through the workflow (the `train` and `rerank`
 rules, vLLM as the study read it), and matches the published loss curve and the per-query nDCG@10 on DL19's first
-2 queries. About 3 minutes on 2 CPUs: converting SmolLM2, 6 optimiser steps, vLLM's start and two windows."""
+2 queries. About 4 minutes on 2 CPUs (235 s here): converting SmolLM2, 6 optimiser steps, vLLM's start and two
+windows."""
 
 from __future__ import annotations
 
