@@ -12,8 +12,8 @@ holding ``results/``, ``benchmarks/`` and ``.snakemake/``):
 and writes ``MANIFEST.json`` (the commit, version and package versions of the run, each file's sha256, the
 jobs' summed seconds and the run's wall time, summed over its Snakemake invocations) and ``README.md`` (the same
 for a reader). It refuses a run whose artifacts name more than one commit or an uncommitted checkout, or that has
-no results: published numbers come from one committed state of the code. Nothing is written to ``DEST`` unless everything is (a scratch folder
-renamed at the end).
+no results: published numbers come from one committed state of the code. Nothing is written to ``DEST`` unless
+everything is (a scratch folder renamed at the end).
 """
 
 from __future__ import annotations
