@@ -90,6 +90,11 @@ def test_the_readme_shows_the_published_studys_numbers():
     assert not missing, "README.md's study table is not the published one; it gives:\n" + "\n".join(missing)
 
 
+def number(value, digits: int = 3) -> str:
+    """A table cell: the value to ``digits`` places, or "–" where it is missing (None or NaN)."""
+    return "–" if value is None or value != value else f"{value:.{digits}f}"
+
+
 def modes_rows() -> list[str]:
     """docs/results.md's table of the second stage: one column per (reader, collection) it ran, in its config's
     order, with the same rows as far as each reader's orders give them ("–" where they do not)."""
@@ -100,9 +105,6 @@ def modes_rows() -> list[str]:
     columns = [(e["model"], e["dataset"]) for e in config["reranking"]["experiments"]]  # the config's order
     modes = {name: spec.get("mode", "first") for name, spec in config["models"].items()}
     cells = {(r["model"], r["dataset"], r["debias"]): r for r in rerank.to_dicts()}
-
-    def number(value, digits=3) -> str:
-        return "–" if value is None or value != value else f"{value:.{digits}f}"
 
     def claim(model, dataset, name) -> str:
         r = claims.get((model, dataset, name))
@@ -146,15 +148,14 @@ def finetune_rows() -> list[str]:
     model and each trained cell: mean ± sd over seeds where it has two) and the Grades readers (the stability
     table: OC-SFT, its baselines and the base scorer). p: the run's paired Wilcoxon tests against DebiasFirst
     (versus_baselines, Holm-corrected) and against OC-SFT (stability)."""
+    from posbias.paper.stats import mean_sd
+
     folder = RESULTS / FINETUNE
     bias = {r["model"]: r for r in pl.read_csv(folder / "tables" / "position_bias.csv").to_dicts()}
     rerank = pl.read_csv(folder / "tables" / "rerank.csv")
     versus = {(r["model"], r["condition"]): r for r in pl.read_csv(folder / "tables" / "versus_baselines.csv").to_dicts()}
     stability = {r["variant"]: r for r in pl.read_csv(folder / "tables" / "stability.csv").filter(
         (pl.col("k") == 1) & (pl.col("budget") == "fixed")).to_dicts()}
-
-    def number(value, digits=3) -> str:
-        return "–" if value is None or value != value else f"{value:.{digits}f}"
 
     def spread(mean, sd) -> str:
         return number(mean) if sd is None or sd != sd else f"{number(mean)} ± {number(sd)}"
@@ -163,11 +164,7 @@ def finetune_rows() -> list[str]:
         """The rerank table's per-seed values of ``model`` (its seeds are models ``<model>-s<seed>``)."""
         values = rerank.filter(((pl.col("model") == model) | pl.col("model").str.contains(f"^{model}-s[0-9]+$"))
                                & (pl.col("debias") == debias))[column].to_list()
-        if not values:
-            return "–"
-        mean = sum(values) / len(values)
-        sd = (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5 if len(values) > 1 else None
-        return spread(mean, sd)
+        return spread(*mean_sd(values)) if values else "–"
 
     def p(model: str, condition: str) -> str:
         r = versus.get((model, condition))
