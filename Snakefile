@@ -6,7 +6,8 @@ Results tree (git-ignored; docs/architecture.md has the schemas):
   results/index/{dataset}/{retriever}/                     Lucene / faiss indexes
   results/runs/{dataset}/{retriever}.parquet  (+ .trec)    first-stage runs, canonical and tie-free
   results/metrics/retrieval/{dataset}/{retriever}.parquet  per-query metrics, long format
-  results/rerank/{model}/{dataset}/{retriever}/{order}/{debias}.parquet (+ .trec, .windows, .cost, .stats.json)
+  results/rerank/{model}/{dataset}/{retriever}/batches/{debias}.{part}/{order}.parquet (+ .trec, .windows, .cost,
+      .stats.json): one rerank job's orders; a list-level method's combined run: .../original/{debias}.parquet
   results/metrics/rerank/{model}/{dataset}/{retriever}/{debias}.parquet (+ .curve, .summary)
   results/propensity/{model}/{samples,reranked,omega}.parquet, omega.png
   results/train/{dataset}/{aug}.parquet, results/metrics/train/{model}.parquet
@@ -58,7 +59,6 @@ localrules:
     ocsft,
     report,
     retrieval_table,
-    rerank_order,
     rerank_tables,
     augmentation_report,
     stability_table,

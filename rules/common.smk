@@ -224,31 +224,38 @@ def reranker_model_path(model):
     return resolve_model(model, config["models"])
 
 
+RERANK_BATCHES = pbconfig.rerank_batches(config)
+BATCH_OF_ORDER = pbconfig.batch_of_order(config)
+
+
+def reranked(wildcards, order, debias, suffix):
+    """Where one reranked order of the wildcards' experiment is read (its rerank job's batch folder, or a
+    list-level method's combined run); an input names :func:`paths.producers` of such files."""
+    return pbconfig.reranked_file(
+        BATCH_OF_ORDER, wildcards.model, wildcards.dataset, wildcards.retriever, order, debias, suffix
+    )
+
+
+def producers_of(files, *suffixes, **options):
+    """An input function: what a rule names to read ``files(wildcards, suffix, **options)`` for each suffix
+    (:func:`paths.producers`: the batch folders, and a list-level method's combined files)."""
+    return lambda w: paths.producers([f for suffix in suffixes for f in files(w, suffix, **options)])
+
+
 @one_line
 def experiment_outputs(wildcards, suffix):
     """One file per order of a (model, dataset, retriever, debias) summary."""
     experiment = EXPERIMENTS[(wildcards.model, wildcards.dataset, wildcards.retriever)]
     return [
-        paths.reranked(wildcards.model, wildcards.dataset, wildcards.retriever, order, wildcards.debias, suffix)
+        reranked(wildcards, order, wildcards.debias, suffix)
         for order in pbconfig.orders_for(config, experiment, wildcards.debias)
     ]
-
-
-RERANK_BATCHES = pbconfig.rerank_batches(config)
-BATCH_OF_ORDER = {(*key[:4], order): key[4] for key, names in RERANK_BATCHES.items() for order in names}
 
 
 @one_line
 def batch_orders(wildcards):
     """The orders one rerank job reranks."""
     return RERANK_BATCHES[(wildcards.model, wildcards.dataset, wildcards.retriever, wildcards.debias, wildcards.part)]
-
-
-@one_line
-def batch_of_order(wildcards):
-    """The batch folder of the rerank job that reranks this order."""
-    part = BATCH_OF_ORDER[(wildcards.model, wildcards.dataset, wildcards.retriever, wildcards.debias, wildcards.order)]
-    return paths.rerank_batch(wildcards.model, wildcards.dataset, wildcards.retriever, wildcards.debias, part)
 
 
 STABILITY_TARGETS = pbconfig.stability_targets(config)
@@ -269,10 +276,7 @@ READER = config["consumers"]["multidoc_qa"]["reader"]
 @one_line
 def list_debias_inputs(wildcards, suffix):
     """The reranked shuffled lists (debias none) a list-level method aggregates."""
-    return [
-        paths.reranked(wildcards.model, wildcards.dataset, wildcards.retriever, order, "none", suffix)
-        for order in debias.lists(wildcards.debias)
-    ]
+    return [reranked(wildcards, order, "none", suffix) for order in debias.lists(wildcards.debias)]
 
 
 @one_line
@@ -286,12 +290,7 @@ def stability_orders(wildcards):
 def stability_outputs(wildcards, suffix, debias=None):
     """The canonical and shuffled runs (or their costs) of one experiment, with the wildcard's debiasing
     method or ``debias``."""
-    return [
-        paths.reranked(
-            wildcards.model, wildcards.dataset, wildcards.retriever, order, debias or wildcards.debias, suffix
-        )
-        for order in stability_orders(wildcards)
-    ]
+    return [reranked(wildcards, order, debias or wildcards.debias, suffix) for order in stability_orders(wildcards)]
 
 
 @one_line

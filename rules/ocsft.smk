@@ -42,9 +42,8 @@ rule silver_labels:
 rule stability:
     """Quality and decision stability of one scorer: tau-PSI, retention Jaccard, BSC@K / PermSC@K."""
     input:
-        runs=lambda w: stability_outputs(w, "parquet"),
-        costs=lambda w: stability_outputs(w, "cost.parquet"),
-        plain=stability_plain,
+        reranked=producers_of(stability_outputs, "parquet", "cost.parquet"),
+        plain=lambda w: paths.producers(stability_plain(w)),
         qrels="results/data/{dataset}/qrels.parquet",
     output:
         table="results/metrics/stability/{model}/{dataset}/{retriever}/{debias}.parquet",
@@ -62,6 +61,9 @@ rule stability:
         runtime=30,
     params:
         orders=lambda w: stability_orders(w),
+        runs=lambda w: stability_outputs(w, "parquet"),
+        costs=lambda w: stability_outputs(w, "cost.parquet"),
+        plain=stability_plain,
         ocsft={k: config["ocsft"][k] for k in ("bsc_k", "grid_points", "presentations", "adaptive")},
         relevant_grade=lambda w: pbconfig.relevant_grade(config, w.dataset),
         combine=lambda w: stability_combine(w),
@@ -75,7 +77,7 @@ rule decisions:
     # What a consumer decides from one pointwise scorer's scores over M presentations (posbias.consumers).
     input:
         unpack(qa_inputs),
-        runs=lambda w: stability_outputs(w, "parquet", "none"),
+        reranked=producers_of(stability_outputs, "parquet", debias="none"),
         qrels="results/data/{dataset}/qrels.parquet",
         reader=reader_input,
     output:
@@ -97,6 +99,7 @@ rule decisions:
         ),
     params:
         orders=lambda w: stability_orders(w),
+        runs=lambda w: stability_outputs(w, "parquet", "none"),
         consumer=lambda w: pbconfig.consumer_of(config, w.dataset),
         ocsft={k: config["ocsft"][k] for k in ("grid_points", "presentations")},
         relevant_grade=lambda w: pbconfig.relevant_grade(config, w.dataset),

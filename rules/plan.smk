@@ -54,7 +54,7 @@ rule plan_check:
     """The plan beside the run's cost files."""
     input:
         plan="results/plan/orders.parquet",
-        costs=[path for _, path in PLAN_COSTS],
+        reranked=paths.producers([path for _, path in PLAN_COSTS]),
     output:
         table=report(
             "results/tables/plan_check.md",
@@ -74,6 +74,7 @@ rule plan_check:
         runtime=10,
     params:
         planned=[keys for keys, _ in PLAN_COSTS],
+        costs=[path for _, path in PLAN_COSTS],
         provenance=REPORT_LINE,
         tables={"plan_check": "table"},
         figures={},

@@ -3,8 +3,9 @@
 # shuffles, position curve, cost) with its table and figure.
 #
 # A `rerank` job loads its model once and reranks a batch of orders (config.rerank_batches) into a
-# batch folder; `rerank_order` (local) copies one order's files to the per-order paths everything
-# downstream reads, so one order can still be a target and partial reruns copy, not rerank.
+# batch folder, one set of files per order (posbias.paths.in_batch); the rules downstream name the
+# batch folders as inputs and read their orders' files by the paths in their params (a file inside a
+# directory() output is not matched to its rule), so no job copies an order out of its batch.
 
 
 rule rerank:
@@ -42,40 +43,10 @@ rule rerank:
         "../workflow/scripts/rerank.py"
 
 
-rule rerank_order:
-    """One order's files copied out of its rerank batch (local)."""
-    input:
-        batch_of_order,
-    output:
-        run="results/rerank/{model}/{dataset}/{retriever}/{order}/{debias}.parquet",
-        trec="results/rerank/{model}/{dataset}/{retriever}/{order}/{debias}.trec",
-        windows="results/rerank/{model}/{dataset}/{retriever}/{order}/{debias}.windows.parquet",
-        cost="results/rerank/{model}/{dataset}/{retriever}/{order}/{debias}.cost.parquet",
-        stats="results/rerank/{model}/{dataset}/{retriever}/{order}/{debias}.stats.json",
-    log:
-        "logs/rerank/{model}/{dataset}/{retriever}/{order}/{debias}.log",
-    benchmark:
-        "benchmarks/rerank/{model}/{dataset}/{retriever}/{order}/{debias}.tsv"
-    wildcard_constraints:
-        order=ORDER_PATTERN,
-        debias=WINDOW_DEBIAS_PATTERN,
-    conda:
-        "../envs/eval.yaml"
-    params:
-        batch=lambda w, input: f"{input[0]}/{w.order}",
-    shell:
-        # a shell job: a `run:` job would start a whole Snakemake process per order
-        "("
-        + " && ".join(f"cp -v {{params.batch:q}}{suffix} {{output.{name}:q}}" for name, suffix in ORDER_FILES.items())
-        + ") > {log:q} 2>&1"
-
-
 rule combine_lists:
     """A list-level debias method (e.g. PermSC@K): reranked shuffled lists aggregated into one run."""
     input:
-        runs=lambda w: list_debias_inputs(w, "parquet"),
-        costs=lambda w: list_debias_inputs(w, "cost.parquet"),
-        stats=lambda w: list_debias_inputs(w, "stats.json"),
+        reranked=producers_of(list_debias_inputs, "parquet"),
     output:
         run="results/rerank/{model}/{dataset}/{retriever}/original/{debias}.parquet",
         trec="results/rerank/{model}/{dataset}/{retriever}/original/{debias}.trec",
@@ -93,6 +64,9 @@ rule combine_lists:
         mem_mb=lambda w, attempt: 4000 * attempt,
         runtime=30,
     params:
+        runs=lambda w: list_debias_inputs(w, "parquet"),
+        costs=lambda w: list_debias_inputs(w, "cost.parquet"),
+        stats=lambda w: list_debias_inputs(w, "stats.json"),
         settings=lambda w: debias.options(config["reranking"], w.debias),
     script:
         "../workflow/scripts/combine_lists.py"
@@ -101,11 +75,9 @@ rule combine_lists:
 rule rerank_summary:
     """The permuted evaluation of one experiment: per-query metrics, tau-PSI, position curve, cost."""
     input:
-        runs=lambda w: experiment_outputs(w, "parquet"),
-        stats=lambda w: experiment_outputs(w, "stats.json"),
+        reranked=producers_of(experiment_outputs, "parquet", "stats.json", "cost.parquet"),
         first_stage="results/runs/{dataset}/{retriever}.parquet",
         qrels="results/data/{dataset}/qrels.parquet",
-        costs=lambda w: experiment_outputs(w, "cost.parquet"),
     output:
         metrics="results/metrics/rerank/{model}/{dataset}/{retriever}/{debias}.parquet",
         curve="results/metrics/rerank/{model}/{dataset}/{retriever}/{debias}.curve.parquet",
@@ -123,6 +95,9 @@ rule rerank_summary:
         runtime=30,
     params:
         orders=lambda w: pbconfig.orders_for(config, EXPERIMENTS[(w.model, w.dataset, w.retriever)], w.debias),
+        runs=lambda w: experiment_outputs(w, "parquet"),
+        stats=lambda w: experiment_outputs(w, "stats.json"),
+        costs=lambda w: experiment_outputs(w, "cost.parquet"),
         position=lambda w: pbconfig.position_settings(config, w.model, w.dataset, w.retriever, w.debias),
         measures=config["evaluation"]["measures"],
         seed=config["seed"],

@@ -15,10 +15,11 @@ RULE_FILES = [REPO / "Snakefile", REPO / "workflow" / "Snakefile", *sorted((REPO
 
 
 def _patterns() -> dict[str, str]:
-    """Each function's path with every argument left a wildcard, as a regular expression."""
+    """Each function's path with every argument left a wildcard, as a regular expression (the functions that
+    map given paths, ``producer`` and ``producers``, build none)."""
     out = {}
     for name, function in inspect.getmembers(paths, inspect.isfunction):
-        if function.__module__ != paths.__name__:
+        if function.__module__ != paths.__name__ or {"path", "files"} & set(inspect.signature(function).parameters):
             continue
         pattern = function(**{arg: "{" + arg + "}" for arg in inspect.signature(function).parameters})
         out[name] = "".join("[^/]+" if part.startswith("{") else re.escape(part)
@@ -54,6 +55,13 @@ def test_every_paths_pattern_is_a_path_the_rules_use():
     (lambda: paths.reranked(), "results/rerank/{model}/{dataset}/{retriever}/{order}/{debias}.parquet"),
     (lambda: paths.reranked("m", "dl19", "bm25", "shuffled-0", "none", "cost.parquet"),
      "results/rerank/m/dl19/bm25/shuffled-0/none.cost.parquet"),
+    (lambda: paths.in_batch("m", "dl19", "bm25", "none", "list-0", "shuffled-0", "cost.parquet"),
+     "results/rerank/m/dl19/bm25/batches/none.list-0/shuffled-0.cost.parquet"),
+    (lambda: paths.producer("results/rerank/m/dl19/bm25/batches/none.list-0/shuffled-0.cost.parquet"),
+     "results/rerank/m/dl19/bm25/batches/none.list-0"),
+    (lambda: paths.producer("results/rerank/m/dl19/bm25/original/permsc@3.parquet"),
+     "results/rerank/m/dl19/bm25/original/permsc@3.parquet"),
+    (lambda: paths.producer("results/silver/msmarco/qrels/t3.parquet"), "results/silver/msmarco/qrels/t3.parquet"),
     (lambda: paths.silver("msmarco", "qrels", 3), "results/silver/msmarco/qrels/t3.parquet"),
     (lambda: paths.propensity("first", "reranked.cost"), "results/propensity/first/reranked.cost.parquet"),
     (lambda: paths.model("toy"), "results/models/toy"),

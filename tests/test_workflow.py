@@ -192,6 +192,15 @@ def _planned(workdir, preset: str) -> dict[str, int]:
             if len(line.split()) == 2 and line.split()[1].isdigit()}
 
 
+def _reranked_orders(preset: str) -> int:
+    """The orders the rerank jobs of ``config/paper/<preset>.yaml`` rerank (config.rerank_batches), each once."""
+    from posbias import config as pbconfig
+
+    batches = pbconfig.rerank_batches(pbconfig.load(REPO / "config" / "paper" / f"{preset}.yaml", files=False))
+    assert all(len(set(names)) == len(names) for names in batches.values())
+    return sum(map(len, batches.values()))
+
+
 def _plan_jobs(preset_plans, preset: str) -> dict[str, int]:
     """Jobs per rule family in the compute plan of a preset (posbias.plan, stand-in data)."""
     summary = preset_plans[preset][0]
@@ -206,8 +215,9 @@ def test_paper_preset_plans_the_whole_dag(workdir, preset_plans):
     assert counts["propensity_rerank"] == 1 and counts["augment"] == 3
     assert counts["combine_lists"] == 4 * 19  # PermSC@2 … @20 for First and DebiasFirst on DL19 and DL20
     assert counts["index"] == 3  # only the MS MARCO Contriever indexes: every other first stage is prebuilt
-    assert counts["rerank_order"] > 400 and counts["rerank_tables"] == 1
-    assert counts["rerank"] * 10 <= counts["rerank_order"]  # at least 10x fewer model loads than orders
+    assert _reranked_orders("debiasfirst") > 400 and counts["rerank_tables"] == 1
+    assert counts["rerank"] * 10 <= _reranked_orders("debiasfirst")  # at least 10x fewer model loads than orders
+    assert "rerank_order" not in counts  # the rules downstream read the orders in their batch folders
     assert counts["paper_table"] == 6 and counts["paper_figure"] == 3  # every paper table and figure
 
 
@@ -219,7 +229,7 @@ def test_capcal_paper_preset_plans_the_whole_dag(workdir, preset_plans):
     # 52 experiments x 11 orders: 6 sweep the placeholder and alpha's constants (free, constrained, capcal with
     # the released code's constants, capcal@ours and 5 placeholders), 32 compare (free, constrained, capcal), 6
     # read the first token (none, capcal), 8 try other first stages (constrained without and with capcal, and free)
-    assert counts["rerank_order"] == 11 * (6 * 9 + 32 * 3 + 6 * 2 + 8 * 3)
+    assert _reranked_orders("capcal") == 11 * (6 * 9 + 32 * 3 + 6 * 2 + 8 * 3)
     assert counts["rerank"] == 6 * 9 + 32 * 3 + 6 * 2 + 8 * 3  # one model load reranks all 11 orders of a method
     # the ten benchmarks' prebuilt BM25; SPLADE++ on four general sets (prebuilt), Contriever on DBPedia and
     # Touché (prebuilt) and on DL19 and DL20 (MS MARCO's Contriever index, built by the DAG)
@@ -246,8 +256,8 @@ def test_ocsft_paper_preset_plans_the_whole_dag(workdir, preset_plans):
     # response ranking over 100 shuffles; the prompt-side alternatives over the original and shuffled orders;
     # the teachers' students, the 1K-label and EMA OC-SFT and the marker variants over M = 10 shuffles; OC-SFT's marker
     # probe, and its and the base model's skeleton probe, over the original and shuffled orders
-    assert counts["rerank_order"] == (2 * 16 * (1 + 100 + 20) + 14 * 16 * (1 + 10) + 2 * 6 * (1 + 100) + 2 * 5 * 101
-                                      + 2 * 2 * 11 + 2 * (2 + 2 * 2) * 11 + 2 * (3 + 3 + 1) * 101)
+    assert _reranked_orders("ocsft") == (2 * 16 * (1 + 100 + 20) + 14 * 16 * (1 + 10) + 2 * 6 * (1 + 100) + 2 * 5 * 101
+                                     + 2 * 2 * 11 + 2 * (2 + 2 * 2) * 11 + 2 * (3 + 3 + 1) * 101)
     # per experiment, one model load per 25 orders: 101 original and shuffled orders in 5, 20 positions in 1
     assert counts["rerank"] == 2 * 16 * (5 + 1) + 14 * 16 + 2 * 6 * 5 + 2 * 5 * 5 + 2 * 2 + 2 * (2 + 2 * 2) + 2 * (3 + 3 + 1) * 5
     assert counts["decisions"] == 12 and counts["decisions_table"] == 1 and counts["answers"] == 1

@@ -51,7 +51,8 @@ def train_data(dataset: str = "{dataset}", aug: str = "{aug}") -> str:
 
 def reranked(model: str = "{model}", dataset: str = "{dataset}", retriever: str = "{retriever}",
              order: str = "{order}", debias: str = "{debias}", suffix: str = "parquet") -> str:
-    """One order of one experiment reranked with one debias method (run, window log, cost, stats)."""
+    """The run a list-level debias method (PermSC@K) combines from reranked shuffled lists, in place of the
+    original order (run, cost, stats; a window-level method's orders are :func:`in_batch`)."""
     return f"{RESULTS}/rerank/{model}/{dataset}/{retriever}/{order}/{debias}.{suffix}"
 
 
@@ -59,6 +60,25 @@ def rerank_batch(model: str = "{model}", dataset: str = "{dataset}", retriever: 
                  debias: str = "{debias}", part: str = "{part}") -> str:
     """The folder a rerank job writes its batch of orders to."""
     return f"{RESULTS}/rerank/{model}/{dataset}/{retriever}/batches/{debias}.{part}"
+
+
+def in_batch(model: str, dataset: str, retriever: str, debias: str, part: str, order: str,
+             suffix: str = "parquet") -> str:
+    """One order's file in the batch folder of the rerank job that reranked it (run, TREC run, window log,
+    cost, stats): where everything downstream reads a reranked order."""
+    return f"{rerank_batch(model, dataset, retriever, debias, part)}/{order}.{suffix}"
+
+
+def producer(path: str) -> str:
+    """What a rule names as its input in order to read ``path``: the batch folder (a ``directory()`` output,
+    whose files Snakemake does not match to their rule) for a file of :func:`in_batch`, else the file."""
+    folder, _, _ = path.rpartition("/")
+    return folder if folder.rpartition("/")[0].endswith("/batches") else path
+
+
+def producers(files: list[str]) -> list[str]:
+    """:func:`producer` of each file, each once, in order."""
+    return list(dict.fromkeys(producer(f) for f in files))
 
 
 def rerank_metrics(model: str = "{model}", dataset: str = "{dataset}", retriever: str = "{retriever}",

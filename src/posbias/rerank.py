@@ -26,8 +26,8 @@ from posbias.rerankers import Reranker, Window
 from posbias.runs import strictly_decreasing
 from posbias.windows import round_robin, sliding_windows
 
-# The files a rerank job writes per order (``{order}{suffix}`` in its batch folder), by output name of
-# rule ``rerank_order``, which copies them to the per-order paths.
+# The files a rerank job writes per order (``{order}{suffix}`` in its batch folder, posbias.paths.in_batch),
+# by kind; the rules downstream read them there.
 ORDER_FILES = {"run": ".parquet", "trec": ".trec", "windows": ".windows.parquet", "cost": ".cost.parquet",
                "stats": ".stats.json"}
 

@@ -12,11 +12,11 @@ from posbias.jobs import logged
 
 sm = snakemake  # noqa: F821
 with logged(sm, "permsc_lists") as log:
-    run = debias.combine(sm.wildcards.debias, [schemas.read(p, "run") for p in sm.input.runs], sm.params.settings)
+    run = debias.combine(sm.wildcards.debias, [schemas.read(p, "run") for p in sm.params.runs], sm.params.settings)
     schemas.write(run, sm.output.run, "run")
     runs.write_trec(run, sm.output.trec, f"{sm.wildcards.model}.{sm.wildcards.debias}")
-    schemas.write(list_level.summed_costs([schemas.read(p, "cost") for p in sm.input.costs]), sm.output.cost, "cost")
-    parts = [json.loads(Path(p).read_text()) for p in sm.input.stats]
+    schemas.write(list_level.summed_costs([schemas.read(p, "cost") for p in sm.params.costs]), sm.output.cost, "cost")
+    parts = [json.loads(Path(p).read_text()) for p in sm.params.stats]
     stats = {"order": orders.ORIGINAL, "debias": sm.wildcards.debias, "aggregated_orders": [s["order"] for s in parts],
              **sm.params.settings, "queries": run["query_id"].n_unique(),
              **{key: sum(s.get(key, 0) for s in parts) for key in ("windows", "wall_seconds", "parse_failures",

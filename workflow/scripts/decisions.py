@@ -6,7 +6,7 @@ from posbias.jobs import logged
 
 sm = snakemake  # noqa: F821
 with logged(sm, "decisions") as log:
-    runs = dict(zip(sm.params.orders, sm.input.runs))
+    runs = dict(zip(sm.params.orders, sm.params.runs))
     qrels = schemas.read(sm.input.qrels, "qrels")
     relevant_grade = relevance_threshold(sm.params.relevant_grade, top_grade(qrels))  # binary qrels: grade 1
     qa = {}

@@ -1,6 +1,6 @@
 """Rerank one experiment's candidates with one debiasing method in a batch of evaluation orders, loading the
 model once (config.rerank_batches); write each order's files into the batch folder (posbias.rerank.save_order),
-which rule ``rerank_order`` copies to the per-order paths."""
+where the rules downstream read them (posbias.paths.in_batch)."""
 
 import time
 

@@ -13,10 +13,10 @@ keys = {"model": w.model, "dataset": w.dataset, "retriever": w.retriever, "debia
 with logged(sm, "rerank_summary") as log:
     qrels = schemas.read(sm.input.qrels, "qrels")
     first_stage = schemas.read(sm.input.first_stage, "run")
-    reranked = {order: schemas.read(path, "run") for order, path in zip(sm.params.orders, sm.input.runs)}
-    stats = [json.loads(open(p).read()) for p in sm.input.stats]
+    reranked = {order: schemas.read(path, "run") for order, path in zip(sm.params.orders, sm.params.runs)}
+    stats = [json.loads(open(p).read()) for p in sm.params.stats]
     # the cost of one full-depth reranking: original and shuffled orders (position orders rerank only the top k)
-    costs = pl.concat([schemas.read(p, "cost") for order, p in zip(sm.params.orders, sm.input.costs)
+    costs = pl.concat([schemas.read(p, "cost") for order, p in zip(sm.params.orders, sm.params.costs)
                        if not orders.is_kind(order, "position")])
     per_query = permuted_eval.condition_metrics(reranked, qrels, sm.params.measures, w.model, w.dataset, w.retriever,
                                                 w.debias)

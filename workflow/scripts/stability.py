@@ -8,9 +8,9 @@ from posbias.jobs import logged
 sm = snakemake  # noqa: F821
 with logged(sm, "stability") as log:
     presented = [orders.ORIGINAL, *(o for o in sm.params.orders if orders.is_kind(o, "shuffled"))]
-    runs = dict(zip(sm.params.orders, sm.input.runs))
-    plain = dict(zip(sm.params.orders, sm.input.plain))  # a debiasing method's plain runs (else empty)
-    costs = pl.concat([schemas.read(p, "cost") for p in sm.input.costs])
+    runs = dict(zip(sm.params.orders, sm.params.runs))
+    plain = dict(zip(sm.params.orders, sm.params.plain))  # a debiasing method's plain runs (else empty)
+    costs = pl.concat([schemas.read(p, "cost") for p in sm.params.costs])
     table, per_query = stability.stability_table(
         schemas.read(runs[orders.ORIGINAL], "run"),
         [schemas.read(runs[o], "run") for o in presented[1:]],

@@ -34,6 +34,7 @@ from posbias.config.effects import check_adaptive, notices
 from posbias.config.expansion import base_pairs, check_hyper, expand_bases, expand_seeds, register_trained_models
 from posbias.config.experiments import (
     IMPORTED_PREFIX,
+    batch_of_order,
     made_here,
     consumer_of,
     consumer_window,
@@ -54,6 +55,7 @@ from posbias.config.experiments import (
     relevant_grade,
     rerank_batches,
     rerank_grid,
+    reranked_file,
     retriever_kind,
     silver_path,
     silver_retriever,
@@ -99,7 +101,7 @@ from posbias.config.schema_defaults import (
 )
 
 __all__ = [
-    "CONFIG_CHANGES", "IMPORTED_PREFIX", "SCHEMA", "TRAIN_OPERATIONAL", "base_pairs", "sorted_keys", "check_adaptive",
+    "CONFIG_CHANGES", "IMPORTED_PREFIX", "SCHEMA", "TRAIN_OPERATIONAL", "base_pairs", "batch_of_order", "sorted_keys", "check_adaptive",
     "check_consumers", "notices",
     "check_duplicate_keys", "check_experiment_data", "check_experiments", "check_files", "check_grid", "check_hyper",
     "check_settings", "made_here", "consumer_of", "consumer_window", "data_settings", "dataset_files", "dataset_retrievers",
@@ -108,7 +110,7 @@ __all__ = [
     "is_pointwise", "label_budget", "listwise_datasets", "load", "main", "model_defaults", "model_settings", "named_files",
     "needs_reader", "ocsft_reference", "ocsft_variants", "orders_for", "orders_of", "pointwise_settings",
     "pool_targets", "position_settings", "prebuilt_index", "prepare", "qrels_file", "register_trained_models", "relevant_grade",
-    "rerank_batches", "rerank_grid", "rerank_settings", "retriever_kind", "schema", "schema_node", "silver_path",
+    "rerank_batches", "rerank_grid", "reranked_file", "rerank_settings", "retriever_kind", "schema", "schema_node", "silver_path",
     "served_widths", "silver_jobs", "silver_retriever", "silver_shuffles", "silver_teacher", "silver_window", "stability_targets", "summaries",
     "teacher_study", "text_files", "train_settings", "training_labels", "validate", "variant_of", "yaml_syntax",
 ]

@@ -131,6 +131,22 @@ def rerank_batches(config: dict) -> dict[tuple[str, str, str, str, str], list[st
             for key, names in grouped.items() for i in range(0, len(names), size)}
 
 
+def batch_of_order(config: dict) -> dict[tuple[str, str, str, str, str], str]:
+    """(model, dataset, retriever, debias, order) → the part of the rerank job that reranks it
+    (:func:`rerank_batches` inverted)."""
+    return {(*key[:4], order): key[4] for key, names in rerank_batches(config).items() for order in names}
+
+
+def reranked_file(batches: dict[tuple[str, str, str, str, str], str], model: str, dataset: str, retriever: str,
+                  order: str, debias: str, suffix: str) -> str:
+    """Where one reranked order's file is read: in its rerank job's batch folder (``batches``:
+    :func:`batch_of_order`), or, for a list-level method, the run it combines (:func:`posbias.paths.reranked`)."""
+    part = batches.get((model, dataset, retriever, debias, order))
+    if part is None:
+        return paths.reranked(model, dataset, retriever, order, debias, suffix)
+    return paths.in_batch(model, dataset, retriever, debias, part, order, suffix)
+
+
 def rerank_grid(config: dict) -> list[tuple[str, str, str, str, str]]:
     """Every (model, dataset, retriever, order, debias) the reranking experiments ask for."""
     out = []

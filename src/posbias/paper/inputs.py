@@ -69,7 +69,9 @@ READERS: dict[str, Callable[[list[str]], object]] = {
     "position_ranks": _position_ranks,
     "train_seconds": _train_seconds,
     "plan": lambda files: pl.read_parquet(files[0]),
-    "costs": list,  # paths: the plan check reads each with its planned keys
+    # rerank batch folders: a rule depends on them and reads their orders' files by the paths in its params
+    # (the plan check's cost files: `costs`, each with its planned keys)
+    "reranked": list,
 }
 
 

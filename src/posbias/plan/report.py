@@ -96,10 +96,11 @@ def cost_files(config: dict) -> list[tuple[dict, str]]:
     """(plan keys, path) of every cost file a run writes for a planned job order: each window-level
     rerank order, the propensity reranking, the silver labels of a model teacher and each pool design."""
     out = []
+    batches = pbconfig.batch_of_order(config)
     for m, d, r, order, method in pbconfig.rerank_grid(config):
         if debias.parse(method).level == "window":
             out.append(({"family": "rerank", "model": m, "dataset": d, "retriever": r, "debias": method,
-                         "order": order}, paths.reranked(m, d, r, order, method, "cost.parquet")))
+                         "order": order}, pbconfig.reranked_file(batches, m, d, r, order, method, "cost.parquet")))
     prop = config.get("propensity", {})
     if prop.get("model"):
         out.append(({"family": "propensity_rerank", "model": prop["model"], "dataset": prop["dataset"],
