@@ -16,7 +16,6 @@ from posbias.data import local as pblocal
 from posbias.errors import PosbiasError, one_line
 from posbias.models import resolve as resolve_model
 from posbias.provenance import ReportLine
-from posbias.rerank import ORDER_FILES
 from posbias.reproduction import claims
 
 try:
@@ -239,7 +238,7 @@ def reranked(wildcards, order, debias, suffix):
 def producers_of(files, *suffixes, **options):
     """An input function: what a rule names to read ``files(wildcards, suffix, **options)`` for each suffix
     (:func:`paths.producers`: the batch folders, and a list-level method's combined files)."""
-    return lambda w: paths.producers([f for suffix in suffixes for f in files(w, suffix, **options)])
+    return one_line(lambda w: paths.producers([f for suffix in suffixes for f in files(w, suffix, **options)]))
 
 
 @one_line

@@ -120,8 +120,10 @@ rule answers:
         mem_mb=lambda w, attempt: 4000 * attempt,
         runtime=30,
     params:
-        spec=lambda w: pbconfig.sorted_keys(
-            {k: v for k, v in config["datasets"][w.dataset].items() if k in ("source", "id", "answers")}
+        spec=one_line(
+            lambda w: pbconfig.sorted_keys(
+                {k: v for k, v in config["datasets"][w.dataset].items() if k in ("source", "id", "answers")}
+            )
         ),
         irds_home=config["ir_datasets_home"],
     script:

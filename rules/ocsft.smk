@@ -6,7 +6,7 @@
 rule silver_labels:
     """Silver labels for pointwise training: a teacher's grades over shuffled windows (or the qrels)."""
     input:
-        run=lambda w: paths.run(w.dataset, pbconfig.silver_retriever(config, w.dataset)),
+        run=one_line(lambda w: paths.run(w.dataset, pbconfig.silver_retriever(config, w.dataset))),
         queries="results/data/{dataset}/queries.parquet",
         corpus="results/data/{dataset}/corpus.parquet",
         qrels="results/data/{dataset}/qrels.parquet",
@@ -29,7 +29,7 @@ rule silver_labels:
         gpu=lambda w: model_gpus(w.teacher),
     params:
         ocsft={k: config["ocsft"].get(k) for k in ("depth", "queries")},
-        window=lambda w: pbconfig.silver_window(config, w.dataset),
+        window=one_line(lambda w: pbconfig.silver_window(config, w.dataset)),
         model=lambda w: None if w.teacher == "qrels" else model_settings(w.teacher),
         model_path=lambda w: None if w.teacher == "qrels" else reranker_model_path(w.teacher),
         word_budget=lambda w: None if w.teacher == "qrels" else config["reranking"]["word_budget"],
@@ -65,7 +65,7 @@ rule stability:
         costs=lambda w: stability_outputs(w, "cost.parquet"),
         plain=stability_plain,
         ocsft={k: config["ocsft"][k] for k in ("bsc_k", "grid_points", "presentations", "adaptive")},
-        relevant_grade=lambda w: pbconfig.relevant_grade(config, w.dataset),
+        relevant_grade=one_line(lambda w: pbconfig.relevant_grade(config, w.dataset)),
         combine=lambda w: stability_combine(w),
     script:
         "../workflow/scripts/stability.py"
@@ -92,18 +92,20 @@ rule decisions:
     resources:
         mem_mb=lambda w, attempt: 8000 * attempt,
         runtime=120,
-        gpu=lambda w: int(
-            config["device"].startswith("cuda")
-            and pbconfig.needs_reader(config, w.dataset)
-            and config["readers"][READER]["kind"] == "causal_lm"
+        gpu=one_line(
+            lambda w: int(
+                config["device"].startswith("cuda")
+                and pbconfig.needs_reader(config, w.dataset)
+                and config["readers"][READER]["kind"] == "causal_lm"
+            )
         ),
     params:
         orders=lambda w: stability_orders(w),
         runs=lambda w: stability_outputs(w, "parquet", "none"),
-        consumer=lambda w: pbconfig.consumer_of(config, w.dataset),
+        consumer=one_line(lambda w: pbconfig.consumer_of(config, w.dataset)),
         ocsft={k: config["ocsft"][k] for k in ("grid_points", "presentations")},
-        relevant_grade=lambda w: pbconfig.relevant_grade(config, w.dataset),
-        reader=lambda w: reader_settings() if pbconfig.needs_reader(config, w.dataset) else None,
+        relevant_grade=one_line(lambda w: pbconfig.relevant_grade(config, w.dataset)),
+        reader=one_line(lambda w: reader_settings() if pbconfig.needs_reader(config, w.dataset) else None),
         word_budget=config["reranking"]["word_budget"],
         device=config["device"],
     script:

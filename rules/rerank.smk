@@ -34,7 +34,7 @@ rule rerank:
         gpu=lambda w: model_gpus(w.model),
     params:
         orders=batch_orders,
-        settings=lambda w: pbconfig.rerank_settings(config, w.model, w.dataset, w.retriever, w.debias, w.part),
+        settings=one_line(lambda w: pbconfig.rerank_settings(config, w.model, w.dataset, w.retriever, w.debias, w.part)),
         model=lambda w: model_settings(w.model),
         model_path=lambda w: reranker_model_path(w.model),
         seed=config["seed"],
@@ -67,7 +67,7 @@ rule combine_lists:
         runs=lambda w: list_debias_inputs(w, "parquet"),
         costs=lambda w: list_debias_inputs(w, "cost.parquet"),
         stats=lambda w: list_debias_inputs(w, "stats.json"),
-        settings=lambda w: debias.options(config["reranking"], w.debias),
+        settings=one_line(lambda w: debias.options(config["reranking"], w.debias)),
     script:
         "../workflow/scripts/combine_lists.py"
 
@@ -94,11 +94,11 @@ rule rerank_summary:
         mem_mb=lambda w, attempt: 4000 * attempt,
         runtime=30,
     params:
-        orders=lambda w: pbconfig.orders_for(config, EXPERIMENTS[(w.model, w.dataset, w.retriever)], w.debias),
+        orders=one_line(lambda w: pbconfig.orders_for(config, EXPERIMENTS[(w.model, w.dataset, w.retriever)], w.debias)),
         runs=lambda w: experiment_outputs(w, "parquet"),
         stats=lambda w: experiment_outputs(w, "stats.json"),
         costs=lambda w: experiment_outputs(w, "cost.parquet"),
-        position=lambda w: pbconfig.position_settings(config, w.model, w.dataset, w.retriever, w.debias),
+        position=one_line(lambda w: pbconfig.position_settings(config, w.model, w.dataset, w.retriever, w.debias)),
         measures=config["evaluation"]["measures"],
         seed=config["seed"],
         # the summary's and the curve's columns: a new one (psi; the curve's interval over queries) reruns these

@@ -20,7 +20,7 @@ rule build_tiny_model:
         mem_mb=lambda w, attempt: 4000 * attempt,
         runtime=30,
     params:
-        tiny=lambda w: pbconfig.sorted_keys(config["models"][w.model]["tiny"]),
+        tiny=one_line(lambda w: pbconfig.sorted_keys(config["models"][w.model]["tiny"])),
         kind=lambda w: config["models"][w.model]["kind"],
         seed=config["seed"],
     script:
@@ -45,7 +45,7 @@ rule convert_gguf:
         mem_mb=lambda w, attempt: 8000 * attempt,
         runtime=30,
     params:
-        gguf=lambda w: pbconfig.sorted_keys(config["models"][w.model]["gguf"]),
+        gguf=one_line(lambda w: pbconfig.sorted_keys(config["models"][w.model]["gguf"])),
         dtype=lambda w: config["models"][w.model]["dtype"],
         version=lambda w: gguf_source_version(config["models"][w.model]["gguf"]),
     script:
@@ -110,7 +110,7 @@ rule retrieve:
         tables=retriever_tables,
         model=lambda w: model_path(w) if "model" in config["retrievers"][w.retriever] else None,
         device=retriever_device,
-        prebuilt=lambda w: pbconfig.prebuilt_index(config, w.dataset, w.retriever),
+        prebuilt=one_line(lambda w: pbconfig.prebuilt_index(config, w.dataset, w.retriever)),
         seed=lambda w: config["seed"] if kind_of(w).seeded else None,
     script:
         "../workflow/scripts/retrieve.py"
@@ -137,7 +137,9 @@ rule import_run:
         mem_mb=lambda w, attempt: 4000 * attempt,
         runtime=30,
     params:
-        spec=lambda w: pbconfig.sorted_keys(config["datasets"][w.dataset]["runs"][w.retriever.split(":", 1)[1]]),
+        spec=one_line(
+            lambda w: pbconfig.sorted_keys(config["datasets"][w.dataset]["runs"][w.retriever.split(":", 1)[1]])
+        ),
     script:
         "../workflow/scripts/import_run.py"
 

@@ -96,7 +96,7 @@ rule train:
         cpus_per_gpu=lambda w, threads: max(1, threads // max(1, config["training"][w.model]["gpus"])),
     params:
         provenance=REPORT_LINE,
-        run=lambda w: pbconfig.train_settings(config, w.model),
+        run=one_line(lambda w: pbconfig.train_settings(config, w.model)),
         base_path=lambda w: reranker_model_path(config["training"][w.model]["base_model"]),
         prompt=lambda w: config["models"][config["training"][w.model]["base_model"]]["prompt"],
         word_budget=config["reranking"]["word_budget"],

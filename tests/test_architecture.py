@@ -582,3 +582,71 @@ def test_every_polars_group_by_keeps_its_order():
                     and not any(k.arg == "maintain_order" for k in node.keywords)):
                 loose.append(f"{path.relative_to(REPO)}:{node.lineno}")
     assert not loose, loose
+
+
+RULE_FILES = sorted((REPO / "rules").glob("*.smk"))
+# What a rule's function may call without `one_line`: builtins and Snakemake's flags on values a validated
+# config gives, the wildcards', config's and dicts' own methods, and posbias.paths (f-strings of the results tree).
+PLAIN_CALLS = {"int", "max", "min", "len", "str", "sorted", "list", "dict", "set", "ancient", "unpack"}
+PLAIN_ROOTS = {"w", "config", "wildcards", "paths"}
+PLAIN_METHODS = {"items", "get", "split", "join"}
+
+
+def _lambdas(text: str):
+    """(line number, source, the text before it) of each ``lambda`` in a rule file: from the keyword to the
+    comma, or closing bracket, that ends it at its own bracket depth."""
+    for match in re.finditer(r"\blambda\b", text):
+        depth, end = 0, match.start()
+        while end < len(text):
+            char = text[end]
+            if char in "([{":
+                depth += 1
+            elif char in ")]}":
+                if depth == 0:
+                    break
+                depth -= 1
+            elif char in ",\n" and depth == 0:
+                break
+            end += 1
+        yield text.count("\n", 0, match.start()) + 1, text[match.start():end], text[:match.start()].rstrip()
+
+
+def test_every_rule_function_that_calls_the_package_reports_one_line():
+    """A lambda in a rule file that calls the package (beyond the helpers of rules/common.smk, each @one_line)
+    is itself ``one_line(lambda ...)``: a user's mistake it meets while Snakemake builds the DAG reaches the
+    console as one ``posbias:`` line, not an InputFunctionException's frames (posbias.errors.one_line)."""
+    common = (REPO / "rules" / "common.smk").read_text()
+    helpers = set(re.findall(r"^@one_line\ndef (\w+)", common, flags=re.M))
+    unwrapped = []
+    for path in RULE_FILES:
+        for line, source, before in _lambdas(path.read_text()):
+            calls = re.findall(r"(?<![\w.\"'\]])([A-Za-z_][\w.]*)\(", source)
+            reaching = [c for c in calls if c not in PLAIN_CALLS | helpers and c.split(".")[0] not in PLAIN_ROOTS
+                        and c.rpartition(".")[2] not in PLAIN_METHODS]
+            if reaching and not before.endswith("one_line("):
+                unwrapped.append(f"{path.name}:{line}: {reaching}")
+    assert not unwrapped, "\n".join(unwrapped)
+
+
+def test_one_line_turns_a_user_error_into_its_line_and_keeps_the_signature(tmp_path, monkeypatch, capsys):
+    """What Snakemake sees of a wrapped input function: the parameters it reads its arguments by, and for a
+    user's mistake SystemExit(1) with the one line on stderr and the traceback in the DAG log; any other
+    error (a bug) passes through unchanged."""
+    from posbias.errors import DAG_LOG, PosbiasError, one_line
+
+    monkeypatch.chdir(tmp_path)
+
+    def broken(w, attempt):
+        raise PosbiasError(f"datasets.{w}: no such retriever; add it to datasets.{w}.retrievers\nsecond line")
+
+    wrapped = one_line(broken)
+    assert list(inspect.signature(wrapped).parameters) == ["w", "attempt"]
+    with pytest.raises(SystemExit) as exit_:
+        wrapped("dl19", 1)
+    assert exit_.value.code == 1
+    err = capsys.readouterr().err
+    assert err.splitlines() == [f"posbias: datasets.dl19: no such retriever; add it to datasets.dl19.retrievers "
+                                f"(traceback in {DAG_LOG})"]
+    assert "Traceback" in (tmp_path / DAG_LOG).read_text() and "second line" in (tmp_path / DAG_LOG).read_text()
+    with pytest.raises(KeyError):
+        one_line(lambda w: {}[w])("x")
