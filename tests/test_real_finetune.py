@@ -68,3 +68,68 @@ def test_the_slice_reproduces_the_published_loss_curve_and_per_query_values(slic
     assert ours["query_id"].to_list() == theirs["query_id"].to_list()
     assert ours["value"].to_list() == pytest.approx(theirs["value"].to_list(), abs=1e-9)
 
+
+
+_KILLABLE = """
+import logging, sys
+from pathlib import Path
+logging.basicConfig(level=logging.INFO)
+from posbias.data import synthetic
+from posbias.training import TrainSpec, train
+from tests.test_training import SPEC
+listwise = synthetic.generate(SPEC, "train").listwise.head(8)
+spec = TrainSpec.create(method="first", learning_rate=1e-4, max_steps=4, batch_size=1, grad_accum=1,
+                        save_steps=1000, save_total_limit=2, logging_steps=1,
+                        lora={"r": 16, "alpha": 32, "dropout": 0.05})
+train(sys.argv[1], listwise, spec, Path(sys.argv[2]), Path(sys.argv[3]))
+"""
+
+
+@pytest.mark.study
+def test_sigterm_on_smollm2_checkpoints_and_the_rerun_ends_with_the_uninterrupted_weights(tmp_path):
+    """Preemption on the real model, as the study trains it (LoRA r 16, dropout 0.05, merged): SIGTERM after the
+    first of 4 steps writes a checkpoint at the current step and exits non-zero; the rerun resumes there and
+    ends with the weights of an uninterrupted run. About 3 minutes on 2 CPUs (conversion, three short runs)."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    from posbias.gguf.convert import convert
+    from posbias.training.checkpoints import last_checkpoint
+    from tests.test_real_models import SMOLLM2
+    from tests.test_training import _weights
+
+    base = tmp_path / "smollm2"
+    convert(SMOLLM2, "smollm2", base)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    args = [sys.executable, "-c", _KILLABLE, str(base)]
+    proc = subprocess.Popen(args + [str(tmp_path / "work"), str(tmp_path / "out")], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    err: list[str] = []
+    reader = threading.Thread(target=lambda: err.extend(iter(lambda: proc.stderr.read(256), "")), daemon=True)
+    reader.start()
+    deadline = time.time() + 600
+    while "| 1/4 [" not in "".join(err) and time.time() < deadline and proc.poll() is None:  # tqdm: a step done
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=300)
+    reader.join(timeout=10)
+    text = "".join(err)
+    assert proc.returncode != 0 and "Preempted: SIGTERM: stopped after step" in text, text[-2000:]
+    step = int(Path(last_checkpoint(tmp_path / "work")).name.split("-")[1])
+    assert 1 <= step < 4 and not (tmp_path / "out").exists()
+    rerun = subprocess.run(args + [str(tmp_path / "work"), str(tmp_path / "out")], env=env, capture_output=True,
+                           text=True, timeout=900)
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+    assert f"resuming from {tmp_path / 'work' / f'checkpoint-{step}'}" in rerun.stderr
+    assert json.loads((tmp_path / "out" / "posbias_training.json").read_text())["resumed_from"] == step
+    straight = subprocess.run(args + [str(tmp_path / "work2"), str(tmp_path / "out2")], env=env,
+                              capture_output=True, text=True, timeout=900)
+    assert straight.returncode == 0, straight.stderr[-2000:]
+    a, b = _weights(tmp_path / "out"), _weights(tmp_path / "out2")
+    assert a.keys() == b.keys()
+    assert max(float((a[n] - b[n]).abs().max()) for n in a) < 1e-4
