@@ -20,9 +20,11 @@ STUDY = RESULTS / "real-llms-first"  # SmolLM2-135M-Instruct: the default run re
 STUDIES = {"real-llms-first": "real-llms-first.yaml", "real-llms-first-gemma3": "real-llms-first-gemma3.yaml"}
 # The second stage (SmolLM2's other readers and DL20), its table in docs/results.md: one column per reader
 MODES = "real-llms-modes"
+# The third stage (the Grades scorer on both models), its table in docs/results.md: one column per model
+GRADES = "real-llms-grades"
 # The fine-tuning study (tests/test_real_finetune.py reruns its slice), its table in docs/results.md
 FINETUNE = "real-finetune"
-PUBLISHED = {**STUDIES, MODES: "real-llms-modes.yaml", FINETUNE: "real-finetune.yaml"}
+PUBLISHED = {**STUDIES, MODES: "real-llms-modes.yaml", GRADES: "real-llms-grades.yaml", FINETUNE: "real-finetune.yaml"}
 
 
 @pytest.mark.parametrize("study", PUBLISHED)
@@ -141,6 +143,53 @@ def test_the_results_page_shows_the_second_stages_numbers():
     page = (REPO / "docs" / "results.md").read_text()
     missing = [row for row in modes_rows() if row not in page]
     assert not missing, "docs/results.md's second-stage table is not the published one; it gives:\n" + "\n".join(missing)
+
+
+def grades_rows() -> list[str]:
+    """docs/results.md's table of the third stage: one column per model in its config's order; the rerank table's
+    plain rows, the stability table's K = 1 (retention) and BSC@K rows, and the claims."""
+    folder = RESULTS / GRADES
+    config = yaml.safe_load((folder / "config.yaml").read_text())
+    columns = [e["model"] for e in config["reranking"]["experiments"]]
+    plain = {r["model"]: r for r in pl.read_csv(folder / "tables" / "rerank.csv").filter(
+        pl.col("debias") == "none").to_dicts()}
+    stability = {(r["variant"], r["k"]): r for r in pl.read_csv(folder / "tables" / "stability.csv").filter(
+        pl.col("budget") == "fixed").to_dicts()}
+    claims = {(r["model"], r["claim"]): r for r in pl.read_csv(folder / "tables" / "claims.csv").to_dicts()}
+
+    def row(label, cell) -> str:
+        return f"| {label} | " + " | ".join(cell(m) for m in columns) + " |"
+
+    def claim(model, name) -> str:
+        r = claims[(model, name)]
+        return "not run" if r["mark"] == "not run" else f"{r['mark']} ({r['effect']:+.3f}, p = {r['p']:.2g})"
+
+    names = {"smollm2": "SmolLM2-135M-Instruct", "gemma3": "Gemma-3-270M (base)"}
+    return [
+        "| Grades scorer, DL19 | " + " | ".join(names[m] for m in columns) + " |",
+        "|---|" + "---|" * len(columns),
+        row("queries", lambda m: str(plain[m]["queries"])),
+        row("nDCG@10, first-stage order", lambda m: number(plain[m]["ndcg10_original"])),
+        row("nDCG@10, 3 shuffled orders (mean ± sd)",
+            lambda m: f"{number(plain[m]['ndcg10_shuffled_mean'])} ± {number(plain[m]['ndcg10_shuffled_sd'])}"),
+        row("τ-PSI over the shuffles", lambda m: number(plain[m]["tau_psi"])),
+        row("relevant passage at input position 1 / 20 (nDCG@10); PSI",
+            lambda m: f"{number(plain[m]['curve_first'])} / {number(plain[m]['curve_last'])}; {number(plain[m]['psi'])}"),
+        row("retention Jaccard (set-F1 at its threshold τ*)",
+            lambda m: f"{number(stability[(m, 1)]['jaccard'])} ({number(stability[(m, 1)]['f1'])})"),
+        row("BSC@2, BSC@3 (nDCG@10 over shuffles)",
+            lambda m: f"{number(stability[(m, 2)]['ndcg10'])}, {number(stability[(m, 3)]['ndcg10'])}"),
+        row("seconds per query (one window of 20)", lambda m: number(plain[m]["seconds_per_query"], 1)),
+        *(row(f"claim: {name}", lambda m, name=name: claim(m, name))
+          for name in ("shuffling-lowers-quality", "late-positions-lose")),
+    ]
+
+
+def test_the_results_page_shows_the_third_stages_numbers():
+    page = (REPO / "docs" / "results.md").read_text()
+    missing = [row for row in grades_rows() if row not in page]
+    assert not missing, "docs/results.md's third-stage table is not the published one; it gives:\n" + "\n".join(
+        grades_rows())
 
 
 def finetune_rows() -> list[str]:

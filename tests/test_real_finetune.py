@@ -69,7 +69,6 @@ def test_the_slice_reproduces_the_published_loss_curve_and_per_query_values(slic
     assert ours["value"].to_list() == pytest.approx(theirs["value"].to_list(), abs=1e-9)
 
 
-
 _KILLABLE = """
 import logging, sys
 from pathlib import Path
@@ -97,6 +96,7 @@ def test_sigterm_on_smollm2_checkpoints_and_the_rerun_ends_with_the_uninterrupte
     import sys
     import threading
     import time
+    from pathlib import Path
 
     from posbias.gguf.convert import convert
     from posbias.training.checkpoints import last_checkpoint

@@ -209,30 +209,35 @@ def test_the_published_study_config_holds_the_default_runs_real_model_slice():
     assert (released["c"], released["alpha_max"]) == (5.0, 2.0)
 
 
-@pytest.mark.parametrize(("model", "dataset"), [("smollm2", "dl20"), ("smollm2-gen", "dl19")])
-def test_the_second_stages_published_values_are_reproduced_on_one_query(smollm2, shared_data, model, dataset):
-    """CI's slice of the published second stage (docs/results/real-llms-modes): the first query in the original
-    order, read as the study read it (20 words a passage; FIRST's letters on DL20, greedy generation on DL19),
-    here on transformers where the study ran vLLM, which gives transformers' rankings, gives the published
-    nDCG@10."""
+@pytest.mark.parametrize(("stage", "model", "dataset"), [("real-llms-modes", "smollm2", "dl20"),
+                                                      ("real-llms-modes", "smollm2-gen", "dl19"),
+                                                      ("real-llms-grades", "smollm2", "dl19")])
+def test_the_later_stages_published_values_are_reproduced_on_one_query(smollm2, shared_data, stage, model, dataset):
+    """CI's slice of the published second and third stages (docs/results/real-llms-modes, real-llms-grades): the
+    first query in the original order, read as the study read it (20 words a passage; FIRST's letters on DL20,
+    greedy generation on DL19, here on transformers where the study ran vLLM, which gives transformers' rankings;
+    the batched Grades scorer on DL19), gives the published nDCG@10."""
     import polars as pl
 
     from posbias.data.collection import qrels_frame
     from posbias.data.local import read_qrels
     from posbias.metrics import evaluate
     from posbias.rerank import Candidates, rerank
-    from tests.test_published import MODES, RESULTS
+    from tests.test_published import RESULTS
 
+    spec = LMSpec(str(smollm2), word_budget=20)
+    reader = {("real-llms-modes", "smollm2"): lambda: FirstReranker(spec),
+              ("real-llms-modes", "smollm2-gen"): lambda: GenerationReranker(spec),
+              ("real-llms-grades", "smollm2"): lambda: GradesScorer(spec, window=20)}[(stage, model)]()
     year = {"dl19": "2019", "dl20": "2020"}[dataset]
     records = json.loads((shared_data / f"trec-dl-{year}" / "rank_llm" / "retrieve_results" / "BM25" /
                           f"retrieve_results_{dataset}.json").read_text())
-    published = pl.read_csv(RESULTS / MODES / "per_query.csv", schema_overrides={"query_id": pl.Utf8}).filter(
+    published = pl.read_csv(RESULTS / stage / "per_query.csv", schema_overrides={"query_id": pl.Utf8}).filter(
         (pl.col("model") == model) & (pl.col("dataset") == dataset) & (pl.col("order") == "original")
         & (pl.col("debias") == "none") & (pl.col("measure") == "nDCG@10"))
     first = min(published["query_id"].to_list())
     record = next(r for r in records if r["hits"] and str(r["hits"][0]["qid"]) == first)
     texts = {str(h["docid"]): h["content"] for h in record["hits"][:20]}
-    reader = (GenerationReranker if model.endswith("-gen") else FirstReranker)(LMSpec(str(smollm2), word_budget=20))
     run, _, _ = rerank(reader, [Candidates(first, record["query"], list(texts), texts)], window=20, step=10)
     qids, dids, grades = read_qrels(shared_data / f"trec-dl-{year}" / f"{year}qrels-pass.txt")
     qrels = qrels_frame(qids, dids, grades).filter(pl.col("query_id") == first)
