@@ -91,35 +91,20 @@ def test_sigterm_on_smollm2_checkpoints_and_the_rerun_ends_with_the_uninterrupte
     ends with the weights of an uninterrupted run. About 3 minutes on 2 CPUs (conversion, three short runs)."""
     import json
     import os
-    import signal
     import subprocess
     import sys
-    import threading
-    import time
     from pathlib import Path
 
     from posbias.gguf.convert import convert
     from posbias.training.checkpoints import last_checkpoint
     from tests.test_real_models import SMOLLM2
-    from tests.test_training import _weights
+    from tests.test_training import _weights, sigterm_after
 
     base = tmp_path / "smollm2"
     convert(SMOLLM2, "smollm2", base)
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
     args = [sys.executable, "-c", _KILLABLE, str(base)]
-    proc = subprocess.Popen(args + [str(tmp_path / "work"), str(tmp_path / "out")], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    err: list[str] = []
-    reader = threading.Thread(target=lambda: err.extend(iter(lambda: proc.stderr.read(256), "")), daemon=True)
-    reader.start()
-    deadline = time.time() + 600
-    while "| 1/4 [" not in "".join(err) and time.time() < deadline and proc.poll() is None:  # tqdm: a step done
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGTERM)
-    proc.wait(timeout=300)
-    reader.join(timeout=10)
-    text = "".join(err)
-    assert proc.returncode != 0 and "Preempted: SIGTERM: stopped after step" in text, text[-2000:]
+    sigterm_after(args + [str(tmp_path / "work"), str(tmp_path / "out")], env, "| 1/4 [", 600)
     step = int(Path(last_checkpoint(tmp_path / "work")).name.split("-")[1])
     assert 1 <= step < 4 and not (tmp_path / "out").exists()
     rerun = subprocess.run(args + [str(tmp_path / "work"), str(tmp_path / "out")], env=env, capture_output=True,

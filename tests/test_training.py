@@ -158,27 +158,32 @@ def test_a_training_step_out_of_memory_is_one_line_naming_what_to_lower(setup, t
     assert not run_module.out_of_memory(RuntimeError("mat1 and mat2 shapes cannot be multiplied"))
 
 
-def test_sigterm_checkpoints_the_current_step_and_the_rerun_resumes_from_it(setup, tmp_path):
-    """Preemption: SIGTERM mid-training writes a checkpoint at the current step (no periodic saves here),
-    exits non-zero, and the rerun resumes there and ends with the model of an uninterrupted run."""
+def sigterm_after(args: list[str], env: dict, progress: str, timeout: float) -> None:
+    """Start a training process, send it SIGTERM once its stderr shows ``progress`` (tqdm's ``| n/N [``), and
+    check that it stopped as a preempted run does: non-zero, saying after which step."""
     import threading
 
-    root, _ = setup
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    args = [sys.executable, "-c", _KILLABLE, str(root / "base")]
-    proc = subprocess.Popen(args + [str(tmp_path / "work"), str(tmp_path / "out"), "1000"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     err: list[str] = []
     reader = threading.Thread(target=lambda: err.extend(iter(lambda: proc.stderr.read(256), "")), daemon=True)
     reader.start()
-    deadline = time.time() + 240
-    while "| 3/10 [" not in "".join(err) and time.time() < deadline and proc.poll() is None:  # tqdm: 3 steps done
+    deadline = time.time() + timeout
+    while progress not in "".join(err) and time.time() < deadline and proc.poll() is None:
         time.sleep(0.05)
     proc.send_signal(signal.SIGTERM)
-    proc.wait(timeout=120)
+    proc.wait(timeout=timeout)
     reader.join(timeout=10)
     text = "".join(err)
     assert proc.returncode != 0 and "Preempted: SIGTERM: stopped after step" in text, text[-2000:]
+
+
+def test_sigterm_checkpoints_the_current_step_and_the_rerun_resumes_from_it(setup, tmp_path):
+    """Preemption: SIGTERM mid-training writes a checkpoint at the current step (no periodic saves here),
+    exits non-zero, and the rerun resumes there and ends with the model of an uninterrupted run."""
+    root, _ = setup
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    args = [sys.executable, "-c", _KILLABLE, str(root / "base")]
+    sigterm_after(args + [str(tmp_path / "work"), str(tmp_path / "out"), "1000"], env, "| 3/10 [", 240)
     from posbias.training.checkpoints import last_checkpoint
 
     step = int(Path(last_checkpoint(tmp_path / "work")).name.split("-")[1])
