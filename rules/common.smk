@@ -50,7 +50,6 @@ SUMMARIES = pbconfig.summaries(config)
 DEBIAS_PATTERN = debias.PATTERN
 WINDOW_DEBIAS_PATTERN = debias.pattern("window")
 LIST_DEBIAS_PATTERN = debias.pattern("list")
-ORDER_PATTERN = orders.PATTERN
 EXPERIMENTS = {pbconfig.experiment_key(e): e for e in config["reranking"]["experiments"]}
 DATASETS = list(config["datasets"])
 
