@@ -331,6 +331,20 @@ def test_ocsft_settings_choose_lambda_on_held_out_quality_only():
     assert result.data.filter(pl.col("variant") == "l20")["tau_psi"][0] == pytest.approx(0.10 + 0.01 * 9.5)
 
 
+def test_ocsft_settings_test_on_the_variants_dataset_and_one_cell_without_variants():
+    """The test set is the first dataset the variants were scored on (a simulated scorer's dataset may come
+    first, as in the default run); with no variant scored the table is one cell saying so, not zero columns
+    (which LaTeX cannot typeset)."""
+    table = pl.concat([_stability_rows("sim", "dl19", 0.3, 0.8)[0], _stability_rows("oc", "synthetic", 0.2, 0.9)[0]])
+    table = table.with_columns(pl.col("k").cast(pl.Int32))
+    settings = {"oc": {"method": "ocsft", "lambda": 5.0, "views": 2, "grid": True}}
+    result = paper.ocsft_settings(table, {}, settings, None)
+    assert result.view["variant"].to_list() == ["oc"] and result.notes.startswith("Test set synthetic;")
+    empty = paper.ocsft_settings(table, {}, {}, None)
+    assert empty.view.columns == ["OC-SFT settings"] and empty.view.height == 1
+    assert empty.view.item().startswith("none: no trained pointwise variant")
+
+
 def _frontier_inputs():
     """Per-query and row stability of a listwise model over two seeds (plain, CapCal, PermSC@2, PermSC@≤4
     adaptive) and a pointwise scorer (plain, BSC@2) on dataset d; the pointwise one scored q0-q9 only."""

@@ -11,7 +11,7 @@ from posbias.debias import AGGREGATE_LISTS, AVERAGE_SCORES
 from posbias.debias.adaptive import ADAPTIVE, FIXED
 from posbias.paper.seeds import named_variants, shown
 from posbias.paper.stats import ALPHA, holm_by_metric, mean_sd, paired_against, significant
-from posbias.paper.writers import Table, fmt, fmt_sd
+from posbias.paper.writers import Table, fmt, fmt_sd, view_or_none
 
 # The per-model columns averaged over a variant's seeds (mean ± sd), and how the table prints them.
 SEED_COLUMNS = {"ndcg10_canonical": "nDCG@10 canonical", "ndcg10": "nDCG@10 shuffled", "tau_psi": "τ-PSI",
@@ -124,13 +124,15 @@ def ocsft_settings(table: pl.DataFrame, variants: dict[str, str], settings: dict
                    dev: str | None) -> Table:
     """OC-SFT's settings side by side: each trained pointwise variant's method, λ and views N with its
     held-out (``dev`` dataset, canonical order) and test quality and stability (K = 1, means over
-    seeds) on the first other dataset. λ is chosen on held-out quality: among the entries on OC-SFT's λ
-    grid with N = 2 (single order as λ = 0; ``settings[v]["grid"]``), the best dev nDCG@10 (ties: the
-    smaller λ) is marked ◀."""
+    seeds) on the first other dataset the variants were scored on (a run's simulated scorers may come first).
+    λ is chosen on held-out quality: among the entries on OC-SFT's λ grid with N = 2 (single order as λ = 0;
+    ``settings[v]["grid"]``), the best dev nDCG@10 (ties: the smaller λ) is marked ◀. Without any variant
+    scored, one cell says so (a table with no columns is not LaTeX)."""
     means = seed_means(table.filter(pl.col("k") == 1), variants, {})
-    datasets = [d for d in means["dataset"].unique(maintain_order=True).to_list() if d != dev]
-    test = datasets[0] if datasets else None
     at = {(r["variant"], r["dataset"]): r for r in means.iter_rows(named=True)}
+    datasets = [d for d in means["dataset"].unique(maintain_order=True).to_list()
+                if d != dev and any((v, d) in at for v in settings)]  # where the variants were scored
+    test = datasets[0] if datasets else None
     dev_ndcg = {v: at[(v, dev)]["ndcg10_canonical"] for v in settings if (v, dev) in at}
     grid = [v for v, s in settings.items() if v in dev_ndcg and s["grid"] and s["views"] <= 2]
     chosen = min(grid, key=lambda v: (-dev_ndcg[v], settings[v]["lambda"])) if grid else None
@@ -144,13 +146,14 @@ def ocsft_settings(table: pl.DataFrame, variants: dict[str, str], settings: dict
                      **{c: r[c] for c in ("ndcg10_canonical", "ndcg10", "tau_psi", "jaccard")},
                      **{f"{c}_sd": r[f"{c}_sd"] for c in ("tau_psi", "jaccard")}})
     data = pl.DataFrame(rows) if rows else pl.DataFrame(schema={"variant": pl.String})
-    view = pl.DataFrame([{
+    view = view_or_none([{
         "variant": r["variant"] + (" ◀" if r["chosen"] else ""), "method": r["method"], "λ": fmt(r["lambda"], 1),
         "N": str(r["views"]), "seeds": str(r["seeds"]), f"dev nDCG@10 ({dev or '–'})": fmt(r["dev_ndcg10"], 3),
         "nDCG@10 canonical": fmt(r["ndcg10_canonical"], 3), "nDCG@10 shuffled": fmt(r["ndcg10"], 3),
         "τ-PSI": fmt_sd(r["tau_psi"], r["tau_psi_sd"], 3),
         "retention Jaccard": fmt_sd(r["jaccard"], r["jaccard_sd"], 3),
-    } for r in rows])
+    } for r in rows], "OC-SFT settings", "none: no trained pointwise variant (a training.<name> of an OC-SFT "
+                                         "family) is scored in this run")
     notes = (f"Test set {test}; K = 1, means (± sd) over seeds. λ is the consistency weight (0: no penalty), N the "
              "views per window; ocsft_no_anchor supervises every view instead of the anchor alone. ◀: the λ "
              f"chosen on held-out quality (canonical nDCG@10 on {dev or 'no dev set'}) among the anchored OC-SFT "
