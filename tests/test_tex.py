@@ -17,3 +17,12 @@ def test_a_table_of_every_mapped_character_compiles(tmp_path):
     write(Table(view, view, notes), tmp_path / "every", f"Title with τ, λ and {special}")
     pdf = typeset([tmp_path / "every.tex"], tmp_path / "tex")
     assert pdf.stat().st_size > 1000
+
+
+def test_a_table_without_columns_is_written_as_one_cell_that_compiles(tmp_path):
+    """A builder that got no rows and said nothing (a view without columns: "|  |" in Markdown, an empty
+    tabular pdflatex refuses) is written as one cell."""
+    empty = pl.DataFrame()
+    write(Table(empty, empty, "notes"), tmp_path / "empty", "Nothing here")
+    assert "| rows |" in (tmp_path / "empty.md").read_text()
+    typeset([tmp_path / "empty.tex"], tmp_path / "tex")

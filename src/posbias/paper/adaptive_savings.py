@@ -18,7 +18,7 @@ import polars as pl
 
 from posbias.debias.adaptive import ADAPTIVE, FIXED
 from posbias.paper.frontier import frontier_rows
-from posbias.paper.writers import Table, fmt
+from posbias.paper.writers import Table, fmt, view_or_none
 
 # Each compared metric and its better direction.
 METRICS = {"ndcg10": ("nDCG@10", "max"), "tau_psi": ("τ-PSI", "min"), "jaccard": ("retention Jaccard", "max")}
@@ -81,4 +81,5 @@ def adaptive_savings(per_query: pl.DataFrame, stability: pl.DataFrame, variants:
              "as good, so more than the largest K's N calls); saved: 1 − adaptive calls / those calls (negative: "
              "the adaptive budget pays more for that metric). The stopping rule watches the top set, so it is the "
              "retained set and the top of the ranking it steadies, not necessarily the whole ranking (τ-PSI).")
-    return Table(data, pl.DataFrame(view), notes)
+    return Table(data, view_or_none(view, "adaptive budgets", "none: no experiment of this run has shuffled orders "
+                                   "an adaptive budget (ocsft.adaptive) draws from"), notes)

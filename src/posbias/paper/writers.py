@@ -48,7 +48,9 @@ def write(table: Table, stem: str | Path, title: str) -> list[Path]:
     Markdown and LaTeX end with what produced them (:func:`posbias.provenance.line`)."""
     stem = Path(stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
-    view = table.view
+    # a builder whose config gave it nothing should say why (view_or_none); one that did not still writes a
+    # table Markdown and pdflatex read, not one without columns
+    view = table.view if table.view.columns else view_or_none([], "rows", "none in this run")
     header = "| " + " | ".join(view.columns) + " |"
     lines = [f"# {title}", "", header, "|" + "---|" * len(view.columns)]
     lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in view.iter_rows()]
