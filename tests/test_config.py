@@ -144,7 +144,10 @@ def test_grades_experiments_take_no_listwise_debiasing():
 
 
 def test_training_seeds_expand_to_models_and_experiments():
-    cfg = _validated(copy.deepcopy(DEFAULT))
+    cfg = copy.deepcopy(DEFAULT)
+    for name in ("toy-first", "toy-debiasfirst"):  # the default trains one seed of each
+        cfg["training"][name]["seeds"] = [1, 2]
+    cfg = _validated(cfg)
     _register(cfg)
     assert {"toy-first-s1", "toy-first-s2", "toy-debiasfirst-s1", "toy-debiasfirst-s2"} <= set(cfg["training"])
     assert "toy-first" not in cfg["training"] and cfg["training"]["toy-first-s2"]["seed"] == 2

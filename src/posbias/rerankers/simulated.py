@@ -76,6 +76,7 @@ class SimulatedReranker(Reranker):
         super().__init__()
         self.grades, self.prior, self.strength = grades, prior, strength
         self.noise, self.relevance_weight, self.seed, self.bias_space = noise, relevance_weight, seed, bias_space
+        self._eps: dict[tuple[str, str], float] = {}  # ε per (query, passage): fixed, so drawn once per scorer
 
     @classmethod
     def from_config(cls, spec: dict, context: BuildContext) -> SimulatedReranker:
@@ -84,9 +85,16 @@ class SimulatedReranker(Reranker):
     def _content(self, window: Window) -> np.ndarray:
         qrels = self.grades.get(window.query_id, {})
         relevance = np.array([qrels.get(d, 0) for d in window.doc_ids], dtype=float)
-        eps = np.array([np.random.default_rng(derive_seed(self.seed, window.query_id, d)).standard_normal()
-                        for d in window.doc_ids])
+        eps = np.array([self._epsilon(window.query_id, d) for d in window.doc_ids])
         return self.relevance_weight * relevance + self.noise * eps
+
+    def _epsilon(self, query_id: str, doc_id: str) -> float:
+        """ε of one (query, passage) pair, memoised: a generator per draw costs more than the rest of a score,
+        and a silver-label job scores each pair in 11 presentations."""
+        key = (query_id, doc_id)
+        if key not in self._eps:
+            self._eps[key] = float(np.random.default_rng(derive_seed(self.seed, query_id, doc_id)).standard_normal())
+        return self._eps[key]
 
     def _prior_distribution(self, k: int) -> np.ndarray:
         pi = prior(self.prior, k)
