@@ -1,5 +1,6 @@
 import math
 
+import numpy as np
 import polars as pl
 import pytest
 
@@ -56,6 +57,19 @@ def test_tau_psi_known_values():
     # three rankings: mean over the three pairs
     psi = metrics.tau_psi([a, a[::-1], a])
     assert psi == pytest.approx((1 - (-1 - 1 + 1) / 3) / 2)
+
+
+def test_the_permutation_kendall_tau_is_scipys_to_the_last_bit():
+    from scipy.stats import kendalltau
+
+    rng = np.random.default_rng(0)
+    for n in (2, 3, 7, 20, 100):
+        for _ in range(30):
+            x, y = rng.permutation(n), rng.permutation(n)
+            assert metrics.permutation_kendall_tau(x, y) == kendalltau(x, y).statistic
+    assert metrics.permutation_kendall_tau([0, 1, 2], [2, 1, 0]) == -1.0
+    with pytest.raises(ValueError, match="without ties"):
+        metrics.permutation_kendall_tau([0, 0, 1], [0, 1, 2])
 
 
 def test_tau_psi_rejects_mismatched_items():
