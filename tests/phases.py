@@ -20,6 +20,7 @@ import pytest
 _PENDING: list[tuple[str, float]] = []  # phases finished on this process since the last test report
 _PHASES: dict[str, float] = defaultdict(float)
 _TESTS: dict[str, float] = defaultdict(float)  # test seconds by kind (unit / workflow), setup to teardown
+_MODULES: dict[str, float] = defaultdict(float)  # unit-test seconds by module: where to look when the suite slows
 _START = time.time()
 
 
@@ -48,6 +49,8 @@ def pytest_runtest_logreport(report) -> None:
         _PHASES[name] += seconds
     kind = "workflow" if "workflow" in report.keywords else "unit"
     _TESTS[kind] += report.duration - sum(seconds for _, seconds in phases)
+    if kind == "unit":
+        _MODULES[report.nodeid.split("::")[0]] += report.duration - sum(seconds for _, seconds in phases)
 
 
 def table() -> list[tuple[str, float]]:
@@ -68,3 +71,6 @@ def pytest_terminal_summary(terminalreporter) -> None:
     terminalreporter.section("phases (wall seconds)")
     for name, seconds in table():
         terminalreporter.write_line(f"{seconds:9.1f}  {name}")
+    terminalreporter.section("unit tests by module, the 10 slowest (wall seconds, summed over workers)")
+    for module, seconds in sorted(_MODULES.items(), key=lambda kv: -kv[1])[:10]:
+        terminalreporter.write_line(f"{seconds:9.1f}  {module}")
