@@ -43,6 +43,37 @@ def test_retrieval_table(tmp_path):
     assert md[4].startswith("| d | s | 2 | ")
 
 
+DL_QRELS = pl.DataFrame({"query_id": ["1", "1", "1"], "doc_id": ["a", "b", "c"], "relevance": [3, 1, 0]},
+                        schema={"query_id": pl.String, "doc_id": pl.String, "relevance": pl.Int32})
+
+
+def test_binary_measures_on_dl_graded_qrels_count_grade_two_as_anserini_does():
+    """TREC DL's convention (trec_eval -l 2): the grade-1 passage is not relevant to AP and R@k there."""
+    run = canonical(pl.DataFrame({"query_id": ["1", "1", "1"], "doc_id": ["b", "a", "c"], "score": [3.0, 2.0, 1.0]}))
+    dl = {r["measure"]: r["value"] for r in metrics.evaluate(run, DL_QRELS, ["nDCG@10", "AP", "R@1", "AP(rel=1)"], "s",
+                                                             "d").iter_rows(named=True)}
+    assert set(dl) == {"nDCG@10", "AP(rel=2)", "R(rel=2)@1", "AP"}  # ir_measures names AP(rel=1) AP
+    assert dl["AP(rel=2)"] == pytest.approx(1 / 2) and dl["R(rel=2)@1"] == 0.0  # only "a" (grade 3) counts
+    assert dl["AP"] == pytest.approx((1 + 1) / 2)  # an explicit rel=1 is kept: "b" and "a" both count
+    binary = metrics.evaluate(run, QRELS, ["AP", "R@1"], "s", "d")  # graded 1-2, not DL's scale: as written
+    assert set(binary["measure"]) == {"AP", "R@1"}
+    assert metrics.is_dl_graded(DL_QRELS) and not metrics.is_dl_graded(QRELS)
+    cranfield = DL_QRELS.with_columns(relevance=pl.Series([4, 2, -1], dtype=pl.Int32))
+    assert not metrics.is_dl_graded(cranfield)
+
+
+def test_the_retrieval_table_puts_a_measures_dl_form_beside_it(tmp_path):
+    from posbias.paper import write
+    from posbias.paper.retrieval import retrieval_table
+
+    run = canonical(pl.DataFrame({"query_id": ["1", "1"], "doc_id": ["a", "b"], "score": [2.0, 1.0]}))
+    both = pl.concat([metrics.aggregate(metrics.evaluate(run, qrels, ["nDCG@10", "AP"], "s", name))
+                      for name, qrels in (("dl", DL_QRELS), ("plain", QRELS))])
+    md = write(retrieval_table(both, ["AP", "nDCG@10"]), tmp_path / "retrieval", "First-stage retrieval")[0]
+    lines = md.read_text().splitlines()
+    assert lines[2] == "| dataset | system | queries | AP | AP(rel=2) | nDCG@10 |", lines
+
+
 def test_unknown_measure():
     with pytest.raises(PosbiasError, match="'nDGC@10' is not an ir_measures measure"):
         metrics.parse_measures(["nDGC@10"])

@@ -32,9 +32,34 @@ def parse_measures(names: list[str]) -> list:
     return measures
 
 
+DL_GRADES = frozenset({0, 1, 2, 3})  # TREC Deep Learning's relevance scale (passage and document tracks)
+DL_BINARY_REL = 2  # the grade from which TREC DL's binary measures count a passage relevant (trec_eval -l 2)
+
+
+def is_dl_graded(qrels: pl.DataFrame) -> bool:
+    """Whether ``qrels`` are graded on TREC DL's 0–3 scale (their top grade is 3)."""
+    grades = set(qrels["relevance"].unique().to_list())
+    return bool(grades) and grades <= DL_GRADES and max(grades) == 3
+
+
+def as_evaluated(measure_names: list[str], dl_graded: bool) -> list:
+    """The measures as evaluated: on TREC DL-graded qrels, a binary measure written without ``rel``
+    counts grade ≥ 2 as relevant (``AP`` → ``AP(rel=2)``, ``R@100`` → ``R(rel=2)@100``), the convention
+    of the TREC DL overviews and of Anserini's DL regressions (``trec_eval -l 2``), so that the numbers
+    compare with theirs; measures with their own ``rel``, graded measures (nDCG) and other qrels (binary,
+    BEIR, Cranfield) as written. The measure's name in every table says which was computed."""
+    out = []
+    for measure in parse_measures(measure_names):
+        if dl_graded and "rel" in measure.SUPPORTED_PARAMS and "rel" not in measure.params:
+            measure = measure(rel=DL_BINARY_REL)
+        out.append(measure)
+    return out
+
+
 def evaluate(run: pl.DataFrame, qrels: pl.DataFrame, measure_names: list[str], system: str, dataset: str) -> pl.DataFrame:
-    """Per-query values of every measure, long format (system, dataset, query_id, measure, value)."""
-    measures = parse_measures(measure_names)
+    """Per-query values of every measure (:func:`as_evaluated` on these qrels), long format (system, dataset,
+    query_id, measure, value)."""
+    measures = as_evaluated(measure_names, is_dl_graded(qrels))
     judged = qrels["query_id"].unique().sort().to_list()
     run = run.filter(pl.col("query_id").is_in(judged))
     qrels_iter = (ir_measures.Qrel(q, d, int(r)) for q, d, r in qrels.select("query_id", "doc_id", "relevance").iter_rows())
