@@ -85,3 +85,35 @@ def test_run_names_the_line_of_a_yaml_syntax_error(tmp_path):
     config.write_text("datasets:\n  dl20:\n    source: imported\n   qrels: x\n")
     result = runner.invoke(cli.app, ["run", str(config), "-n"])
     assert result.exit_code == 2 and f"{config}:4" in result.output, result.output
+
+
+def _side_config(strength: float) -> dict:
+    """A minute's workflow: the simulated listwise reranker, with a positional prior of this strength, on five toy
+    queries in the original order and one shuffle."""
+    return {"config_version": 2,
+            "datasets": {"toy": {"source": "toy", "split": "test", "n_test_queries": 5, "retrievers": ["biased"]}},
+            "models": {"sim": {"kind": "simulated", "prior": "linear", "strength": strength, "noise": 0.5}},
+            "retrievers": {"biased": {"kind": "oracle", "noise": 1.0, "depth": 20}},
+            "reranking": {"depth": 20, "experiments": [{"model": "sim", "dataset": "toy", "retriever": "biased",
+                                                        "orders": ["original", "shuffled-0"]}]},
+            "evaluation": {"measures": ["nDCG@10"]}}
+
+
+@pytest.mark.workflow
+def test_two_configs_run_side_by_side_each_in_its_directory(tmp_path):
+    """`posbias run CONFIG --directory DIR`: each config's results, logs and benchmarks under its own folder, so a
+    second config neither overwrites nor reruns the first's (issue 54)."""
+    tables = {}
+    for name, strength in (("flat", 0.0), ("biased", 3.0)):
+        config = tmp_path / f"{name}.yaml"
+        config.write_text(yaml.safe_dump(_side_config(strength)))
+        out = subprocess.run([sys.executable, "-m", "posbias.cli", "run", str(config), "--directory",
+                              str(tmp_path / name), "results/tables/rerank.csv"],
+                             capture_output=True, text=True, timeout=600, cwd=tmp_path)
+        assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
+        tables[name] = tmp_path / name / "results" / "tables" / "rerank.csv"
+    assert not (tmp_path / "results").exists()  # nothing in the folder the commands ran from
+    flat, biased = (pl.read_csv(tables[n]).row(0, named=True) for n in ("flat", "biased"))  # both kept
+    assert flat["model"] == biased["model"] == "sim"
+    assert flat != biased  # each folder holds its own config's numbers
+    assert (tmp_path / "flat" / "logs").is_dir() and (tmp_path / "biased" / "benchmarks").is_dir()

@@ -58,6 +58,9 @@ def test_binary_measures_on_dl_graded_qrels_count_grade_two_as_anserini_does():
     binary = metrics.evaluate(run, QRELS, ["AP", "R@1"], "s", "d")  # graded 1-2, not DL's scale: as written
     assert set(binary["measure"]) == {"AP", "R@1"}
     assert metrics.is_dl_graded(DL_QRELS) and not metrics.is_dl_graded(QRELS)
+    one_query = DL_QRELS.filter(pl.col("relevance") < 3)  # a subset of DL qrels whose grades stop at 1
+    subset = metrics.evaluate(run, one_query, ["AP"], "s", "d", dl_graded=True)
+    assert subset["measure"].to_list() == ["AP(rel=2)"]
     cranfield = DL_QRELS.with_columns(relevance=pl.Series([4, 2, -1], dtype=pl.Int32))
     assert not metrics.is_dl_graded(cranfield)
 

@@ -56,10 +56,12 @@ def as_evaluated(measure_names: list[str], dl_graded: bool) -> list:
     return out
 
 
-def evaluate(run: pl.DataFrame, qrels: pl.DataFrame, measure_names: list[str], system: str, dataset: str) -> pl.DataFrame:
-    """Per-query values of every measure (:func:`as_evaluated` on these qrels), long format (system, dataset,
-    query_id, measure, value)."""
-    measures = as_evaluated(measure_names, is_dl_graded(qrels))
+def evaluate(run: pl.DataFrame, qrels: pl.DataFrame, measure_names: list[str], system: str, dataset: str,
+             dl_graded: bool | None = None) -> pl.DataFrame:
+    """Per-query values of every measure (:func:`as_evaluated`; ``dl_graded``: whether the collection's qrels are
+    graded like TREC DL's, read from ``qrels`` when None: pass it when ``qrels`` are a subset of the collection's,
+    whose grades may not reach 3), long format (system, dataset, query_id, measure, value)."""
+    measures = as_evaluated(measure_names, is_dl_graded(qrels) if dl_graded is None else dl_graded)
     judged = qrels["query_id"].unique().sort().to_list()
     run = run.filter(pl.col("query_id").is_in(judged))
     qrels_iter = (ir_measures.Qrel(q, d, int(r)) for q, d, r in qrels.select("query_id", "doc_id", "relevance").iter_rows())

@@ -23,10 +23,10 @@ def condition_metrics(reranked: dict[str, pl.DataFrame], qrels: pl.DataFrame, me
     Each condition is evaluated over the queries it reranked (position orders skip queries without
     a relevant passage in the top k), so conditions of one kind share a query set.
     """
-    frames = []
+    frames, dl_graded = [], metrics.is_dl_graded(qrels)  # the collection's scale, whatever queries were reranked
     for order, run in reranked.items():
         judged = qrels.filter(pl.col("query_id").is_in(run["query_id"].unique().implode()))
-        per_query = metrics.evaluate(run, judged, measures, model, dataset)
+        per_query = metrics.evaluate(run, judged, measures, model, dataset, dl_graded)
         frames.append(per_query.select(
             pl.lit(model).alias("model"), pl.lit(dataset).alias("dataset"), pl.lit(retriever).alias("retriever"),
             pl.lit(order).alias("order"), pl.lit(debias).alias("debias"), "query_id", "measure", "value",
