@@ -219,13 +219,13 @@ def test_every_reranked_run_is_also_the_same_trec_run(default_run):
 
 def test_the_compute_plan_matches_the_run_in_every_exact_order(default_run):
     check = default_run.table("plan_check")
-    assert set(check["family"]) == {"rerank", "propensity_rerank"} and check["orders"].sum() == 133
+    assert set(check["family"]) == {"rerank", "propensity_rerank"} and check["orders"].sum() == 117
     assert (check["calls_match"] == check["orders"]).all() and (check["tokens_match"] == check["orders"]).all()
     assert (check["prompt_tokens"] == check["prompt_tokens_actual"]).all() and check["prompt_tokens"].sum() > 0
     exact = check.filter(pl.col("calls_exact"))
     assert (exact["calls"] == exact["calls_actual"]).all() and set(check.filter(~pl.col("calls_exact"))["model"]) == {"tiny-gen"}
     planned = pl.read_csv(default_run.path("results", "plan", "cost.csv"))
-    assert planned.filter(pl.col("family") == "rerank")["jobs"].sum() == 33
+    assert planned.filter(pl.col("family") == "rerank")["jobs"].sum() == 29
 
 
 def test_the_debiasfirst_branch_omega_augmentation_and_continued_training(default_run):
