@@ -48,9 +48,10 @@ def pytest_runtest_logreport(report) -> None:
     for name, seconds in phases:
         _PHASES[name] += seconds
     kind = "workflow" if "workflow" in report.keywords else "unit"
-    _TESTS[kind] += report.duration - sum(seconds for _, seconds in phases)
+    own = report.duration - sum(seconds for _, seconds in phases)
+    _TESTS[kind] += own
     if kind == "unit":
-        _MODULES[report.nodeid.split("::")[0]] += report.duration - sum(seconds for _, seconds in phases)
+        _MODULES[report.nodeid.split("::")[0]] += own
 
 
 def table() -> list[tuple[str, float]]:

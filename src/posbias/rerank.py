@@ -74,8 +74,7 @@ def present_candidates(first_stage: pl.DataFrame, queries: pl.DataFrame, corpus:
     """
     query_text = dict(queries.select("query_id", "text").iter_rows())
     top = first_stage.filter(pl.col("rank") <= depth).sort("query_id", "rank")
-    # the texts of the candidates only: a training corpus holds 256,000 passages, and each order built them all
-    texts = passage_texts(corpus.join(top.select("doc_id").unique(), on="doc_id", how="semi"))
+    texts = passage_texts(corpus, top["doc_id"])
     candidates = dict(top.group_by("query_id", maintain_order=True).agg(pl.col("doc_id")).iter_rows())
     qids = sorted(query_text)[:max_queries] if max_queries else sorted(query_text)
     out = Presentation([], 0, 0, {})

@@ -113,7 +113,7 @@ def instances(silver: pl.DataFrame, queries: pl.DataFrame, corpus: pl.DataFrame,
         canonical = canonical.join(mean, on=["query_id", "doc_id"], how="left")
     else:
         canonical = canonical.with_columns(target=pl.col("score"))
-    texts = passage_texts(corpus.join(canonical.select("doc_id").unique(), on="doc_id", how="semi"))  # the labelled only
+    texts = passage_texts(corpus, canonical["doc_id"])
     query_text = dict(queries.select("query_id", "text").iter_rows())
     grouped = canonical.group_by("query_id", "window", maintain_order=True).agg(
         pl.col("doc_id").alias("doc_ids"), pl.col("target").alias("targets"))

@@ -56,8 +56,11 @@ def queries_frame(query_ids: list, texts: list[str]) -> pl.DataFrame:
     )
 
 
-def passage_texts(corpus: pl.DataFrame) -> dict[str, str]:
-    """doc id -> "title text": what rerankers and indexes read as a passage."""
+def passage_texts(corpus: pl.DataFrame, doc_ids: pl.Series | None = None) -> dict[str, str]:
+    """doc id -> "title text": what rerankers and indexes read as a passage; only those of ``doc_ids`` if given
+    (a training corpus holds 256,000 passages, and a job that reads a few thousand need not build them all)."""
+    if doc_ids is not None:
+        corpus = corpus.join(doc_ids.unique().to_frame("doc_id"), on="doc_id", how="semi")
     return {d: f"{t} {x}".strip() for d, t, x in corpus.select("doc_id", "title", "text").iter_rows()}
 
 
