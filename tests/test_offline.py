@@ -124,17 +124,20 @@ def test_the_config_checker_names_the_line_of_a_yaml_syntax_error(tmp_path):
     assert lines[1].startswith(f"{REPO / 'config' / 'config.yaml'}: ok (6 datasets"), out.stdout
 
 
-IRDS = ("from posbias.data import irds\n"
-        "try:\n    irds.queries('cranfield', {home!r})\nexcept Exception as exc:\n    print(type(exc).__name__, exc)")
+# Each snippet times the call that fails, not its imports or the JVM's start (34 s under CI's load once):
+# what the test guards against is a download retried until a network timeout.
+_TIMED = "import time\nstart = time.perf_counter()\n"
+_FAILED = "except Exception as exc:\n    print(round(time.perf_counter() - start, 1))\n    print(type(exc).__name__, exc)"
+IRDS = ("from posbias.data import irds\n" + _TIMED
+        + "try:\n    irds.queries('cranfield', {home!r})\n" + _FAILED)
 PREBUILT = ("from posbias.retrieval import lucene\nfrom posbias.retrieval.java import start_jvm\nstart_jvm()\n"
             "from pyserini.search.lucene import LuceneSearcher\n"
-            "try:\n    lucene.open_searcher(LuceneSearcher, 'msmarco-v1-passage')\n"
-            "except Exception as exc:\n    print(type(exc).__name__, exc)")
+            + _TIMED + "try:\n    lucene.open_searcher(LuceneSearcher, 'msmarco-v1-passage')\n" + _FAILED)
 
 
-RESPONSES = ("from posbias.data import responses\n"
-             "try:\n    responses.load({'id': 'openbmb/UltraFeedback', 'split': 'train[:10]'}, 'datasets.uf')\n"
-             "except Exception as exc:\n    print(type(exc).__name__, exc)")
+RESPONSES = ("from posbias.data import responses\n" + _TIMED
+             + "try:\n    responses.load({'id': 'openbmb/UltraFeedback', 'split': 'train[:10]'}, 'datasets.uf')\n"
+             + _FAILED)
 
 
 def test_a_collection_or_prebuilt_index_not_cached_fails_in_seconds_with_the_fetch_command(tmp_path):
@@ -148,8 +151,8 @@ def test_a_collection_or_prebuilt_index_not_cached_fails_in_seconds_with_the_fet
                            (RESPONSES, "datasets.uf.id: HF dataset 'openbmb/UltraFeedback' is not in the local HF "
                             "cache and the hub cannot be reached from this node; fetch it on a login node with "
                             "`hf download --repo-type dataset openbmb/UltraFeedback`")):
-        start = time.perf_counter()
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
-        line = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else out.stderr[-2000:]
+        lines = out.stdout.strip().splitlines()
+        line = lines[-1] if lines else out.stderr[-2000:]
         assert line.startswith("PosbiasError") and expected in line, line
-        assert time.perf_counter() - start < 30, code
+        assert float(lines[-2]) < 30, code  # the failing call's seconds
