@@ -26,12 +26,12 @@ from tests.phases import phase
 # The shared runs, longest first: their modules run first, so that the long runs start together on
 # their own workers and the unit tests fill the gaps (posbias.sh test: -n 3 --dist loadscope
 # --no-loadscope-reorder; three workers on two cores, since the SLURM run mostly waits on the queue).
-RUNS = ("default_run", "ocsft_toy_run", "slurm_run", "selfdistil_run", "collections_run", "bad_input_runs")
+RUNS = ("default_run", "slurm_run", "selfdistil_run", "collections_run", "bad_input_runs")
 # Then the modules without a shared run that take longest (the phase table's slowest tests), longest
 # first, so that they start while the runs go on and none is left running alone at the end (measured:
 # the presets' plans, collected last by name, kept one worker busy for 4 minutes after the others).
-SLOW_MODULES = ("test_real_models", "test_real_finetune", "test_workflow", "test_training", "test_vllm_engine", "test_real_tokenizers",
-                "test_determinism", "test_offline", "test_propensity")
+SLOW_MODULES = ("test_real_models", "test_real_finetune", "test_run_ocsft_toy", "test_workflow", "test_training",
+                "test_vllm_engine", "test_real_tokenizers", "test_determinism", "test_offline", "test_propensity")
 
 
 @dataclass
@@ -104,16 +104,6 @@ def _workdir(tmp_path_factory, name: str) -> Path:
 def default_run(tmp_path_factory, shared_data) -> Run:
     """``config/config.yaml``, the README's first command (``./posbias.sh demo``)."""
     return run_once("default (config/config.yaml)", _workdir(tmp_path_factory, "default"))
-
-
-@pytest.fixture(scope="session")
-def ocsft_toy_run(tmp_path_factory) -> Run:
-    """``config/examples/ocsft-toy.yaml``: OC-SFT's claim at toy scale."""
-    work = _workdir(tmp_path_factory, "ocsft-toy")
-    # measured 3,110 s under the suite's contention on this 2-CPU machine, near run_once's hour: 90 minutes, so a
-    # slower CI machine is not cut off before CI's own limit
-    return run_once("OC-SFT toy (config/examples/ocsft-toy.yaml)", work,
-                    configfile=work / "config" / "examples" / "ocsft-toy.yaml", timeout=5400)
 
 
 @pytest.fixture(scope="session")

@@ -24,7 +24,10 @@ MODES = "real-llms-modes"
 GRADES = "real-llms-grades"
 # The fine-tuning study (tests/test_real_finetune.py reruns its slice), its table in docs/results.md
 FINETUNE = "real-finetune"
-PUBLISHED = {**STUDIES, MODES: "real-llms-modes.yaml", GRADES: "real-llms-grades.yaml", FINETUNE: "real-finetune.yaml"}
+# OC-SFT's claim at toy scale (tests/test_run_ocsft_toy.py checks its claims and reruns its slice)
+OCSFT_TOY = "ocsft-toy"
+PUBLISHED = {**STUDIES, MODES: "real-llms-modes.yaml", GRADES: "real-llms-grades.yaml", FINETUNE: "real-finetune.yaml",
+             OCSFT_TOY: "ocsft-toy.yaml"}
 
 
 @pytest.mark.parametrize("study", PUBLISHED)
@@ -95,6 +98,16 @@ def test_the_readme_shows_the_published_studys_numbers():
 def number(value, digits: int = 3) -> str:
     """A table cell: the value to ``digits`` places, or "–" where it is missing (None or NaN)."""
     return "–" if value is None or value != value else f"{value:.{digits}f}"
+
+
+def pvalue(p) -> str:
+    """A p value to two significant digits, or "–"."""
+    return "–" if p is None or p != p else f"{p:.2g}"
+
+
+def spread(mean, sd) -> str:
+    """A mean ± sd cell; the mean alone where there is no sd (one seed)."""
+    return number(mean) if sd is None or sd != sd else f"{number(mean)} ± {number(sd)}"
 
 
 def modes_rows() -> list[str]:
@@ -206,9 +219,6 @@ def finetune_rows() -> list[str]:
     stability = {r["variant"]: r for r in pl.read_csv(folder / "tables" / "stability.csv").filter(
         (pl.col("k") == 1) & (pl.col("budget") == "fixed")).to_dicts()}
 
-    def spread(mean, sd) -> str:
-        return number(mean) if sd is None or sd != sd else f"{number(mean)} ± {number(sd)}"
-
     def seeds_of(model: str, debias: str, column: str) -> str:
         """The rerank table's per-seed values of ``model`` (its seeds are models ``<model>-s<seed>``)."""
         values = rerank.filter(((pl.col("model") == model) | pl.col("model").str.contains(f"^{model}-s[0-9]+$"))
@@ -255,3 +265,34 @@ def test_the_readme_states_the_fine_tuning_studys_numbers():
     readme = " ".join((REPO / "README.md").read_text().split())
     assert f"spread {first['spread']:.2f} → {debiased['spread']:.2f}" in readme
     assert f"nDCG@10 {first['ndcg10_original']:.2f} → {debiased['ndcg10_original']:.2f}" in readme
+
+
+def ocsft_toy_rows() -> list[str]:
+    """docs/results.md's two tables of the OC-SFT toy study: the stability table's K = 1 rows on the toy test set
+    (OC-SFT, its four baselines, the teacher and the base grader; mean ± sd over seeds, p: Holm-corrected paired
+    Wilcoxon tests against OC-SFT) and the consumers table."""
+    folder = RESULTS / OCSFT_TOY
+    stability = {r["variant"]: r for r in pl.read_csv(folder / "tables" / "stability.csv").filter(
+        (pl.col("k") == 1) & (pl.col("budget") == "fixed") & (pl.col("dataset") == "toy")).to_dicts()}
+    rows = ["| variant (toy, 50 queries, 6 shuffles) | seeds | nDCG@10 over shuffles | τ-PSI | retention Jaccard | "
+            "p vs OC-SFT (τ-PSI; Jaccard) |", "|---|---|---|---|---|---|"]
+    for variant in ("toy-ocsft", "toy-single-order", "toy-order-averaged", "toy-perm-aug", "toy-debiasfirst-pointwise",
+                    "slot-teacher", "toy-grader"):
+        r = stability[variant]
+        tests = "ref." if variant == "toy-ocsft" else f"{pvalue(r['p_holm_tau_psi'])}; {pvalue(r['p_holm_jaccard'])}"
+        rows.append(f"| {variant} | {r['seeds']} | {spread(r['ndcg10'], r['ndcg10_sd'])} | "
+                    f"{spread(r['tau_psi'], r['tau_psi_sd'])} | {spread(r['jaccard'], r['jaccard_sd'])} | {tests} |")
+    rows += ["", "| consumer | variant | seeds | quality | flip across presentations | p vs OC-SFT (flip) |",
+             "|---|---|---|---|---|---|"]
+    for r in pl.read_csv(folder / "tables" / "consumers.csv").to_dicts():
+        tests = "ref." if r["variant"].endswith("-ocsft") else pvalue(r["p_holm_flip"])
+        rows.append(f"| {r['consumer']} | {r['variant']} | {r['seeds']} | {spread(r['quality'], r['quality_sd'])} | "
+                    f"{spread(r['flip'], r['flip_sd'])} | {tests} |")
+    return rows
+
+
+def test_the_results_page_shows_the_ocsft_toy_studys_numbers():
+    page = (REPO / "docs" / "results.md").read_text()
+    missing = [row for row in ocsft_toy_rows() if row and row not in page]
+    assert not missing, "docs/results.md's OC-SFT toy tables are not the published ones; they give:\n" + "\n".join(
+        ocsft_toy_rows())
