@@ -196,6 +196,21 @@ def test_the_label_budget_groups_students_of_one_base_data_and_teacher_where_one
                                                                     for s in curve.values()}) == 1
 
 
+def test_base_pairs_compare_variants_that_continue_from_one_model_on_one_teachers_labels():
+    """The OC-SFT toy: the base grader is itself single order (from the tiny model, on the order-free teacher's
+    labels); OC-SFT continues from it on the slot-biased teacher's, so its baseline is the single-order run beside
+    it, not the grader, and the single-order runs on other teachers' labels are neither baselines nor objectives."""
+    cfg = pbconfig.load(REPO / "config" / "examples" / "ocsft-toy.yaml", files=False)
+    pairs = {p["data"]: p for p in pbconfig.base_pairs(cfg)}
+    assert {d: (p["base"], p["ocsft"], p["single"]) for d, p in pairs.items()} == {
+        "toy-train": ("toy-grades-lm", "toy-ocsft", "toy-single-order"),
+        "toy-qa-train": ("toy-grades-lm", "toy-qa-ocsft", "toy-qa-single-order"),
+        "toy-responses-train": ("toy-grades-lm", "toy-responses-ocsft", "toy-responses-single-order")}
+    objectives = pairs["toy-train"]["objectives"]
+    assert {"toy-order-averaged", "toy-perm-aug", "toy-debiasfirst-pointwise"} <= set(objectives)
+    assert not {"toy-grader", "toy-single-order-mild", "toy-single-order-fair"} & set(objectives)
+
+
 def test_base_models_expand_to_one_variant_per_base_then_seeds_and_pair_per_base():
     """training.<name>.base_models: the same recipe from each base, as <name>-<base>(-s<seed>), each its own
     variant; experiments on <name> run on every base's seeds; base_pairs pairs OC-SFT with single order

@@ -59,7 +59,10 @@ def base_pairs(config: dict) -> list[dict[str, str]]:
     single-order variant trained from that base on that data (:attr:`posbias.methods.TrainingMethod.on_lambda_grid`
     with and without the penalty), and every pointwise variant trained so (``objectives``, OC-SFT among them: "12
     个基座上 τ-PSI 全部最低" ranks it among all), as ``{"base", "data", "ocsft", "single", "objectives"}``. A base
-    is the ``models`` entry a variant's chain of ``base_model`` ends at. ``training`` after :func:`expand_seeds`."""
+    is the ``models`` entry a variant's chain of ``base_model`` ends at. Variants are compared only where they
+    continue from the same model on the same teacher's labels: a single-order run that made the grader OC-SFT
+    continues from (another teacher, one step up the chain) is not OC-SFT's baseline. ``training`` after
+    :func:`expand_seeds`."""
     training = config.get("training", {})
 
     def root(model: str) -> str:
@@ -67,17 +70,19 @@ def base_pairs(config: dict) -> list[dict[str, str]]:
             model = training[model]["base_model"]
         return model
 
-    roles: dict[tuple[str, str], dict] = {}
+    roles: dict[tuple[str, str, str, str], dict] = {}
     for name, run in training.items():
         method = methods.get(run["method"])
         if not families.of(method.name).silver:
             continue
-        found = roles.setdefault((root(run["base_model"]), run["data"]), {"objectives": []})
+        start = variant_of(training, run["base_model"])
+        key = (root(run["base_model"]), run["data"], start, silver_teacher(config, run))
+        found = roles.setdefault(key, {"objectives": []})
         if variant_of(training, name) not in found["objectives"]:
             found["objectives"].append(variant_of(training, name))
         if method.on_lambda_grid:
             found.setdefault("ocsft" if method.consistency else "single", variant_of(training, name))
-    return [{"base": base, "data": data, **found} for (base, data), found in roles.items()
+    return [{"base": base, "data": data, **found} for (base, data, _, _), found in roles.items()
             if {"ocsft", "single"} <= set(found)]
 
 
