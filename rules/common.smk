@@ -266,6 +266,10 @@ RERANKING_EXPERIMENTS = [
     and pbconfig.consumer_of(config, target[1]) == consumers.PASSAGE_RERANKING
 ]
 DECISION_TARGETS = pbconfig.decision_targets(config)
+# The OC-SFT tables a config may not ask for: each is written only where the config gives it rows
+TEACHER_STUDY = pbconfig.teacher_study(config)
+LABEL_BUDGET = pbconfig.label_budget(config)
+CHANNEL_PROBES = [target for target in STABILITY_TARGETS if debias.probe_channel(target[3])]
 POOL_TARGETS = pbconfig.pool_targets(config)
 QA_DATASETS = sorted({d for _, d, _ in DECISION_TARGETS if pbconfig.needs_reader(config, d)})
 READER = config["consumers"]["multidoc_qa"]["reader"]

@@ -213,21 +213,11 @@ rule pool_figures:
 
 
 rule stability_table:
-    """The OC-SFT tables: quality vs stability, matched retention, label budget, teachers, bases; BSC@K figure."""
+    """The OC-SFT tables: quality vs stability, settings, matched retention, bases; BSC@K figure."""
     input:
         stability=[paths.stability(*key, "none") for key in RERANKING_EXPERIMENTS],
         stability_queries=[paths.stability(*key, "none", "queries.parquet") for key in RERANKING_EXPERIMENTS],
         train_seconds=sorted({f"benchmarks/train/{m}.tsv" for m, _, _ in RERANKING_EXPERIMENTS if m in TRAINED}),
-        silver_stats=sorted(
-            {
-                paths.silver(s["data"], s["teacher"], config["ocsft"]["shuffles"], "stats.json")
-                for s in pbconfig.teacher_study(config)
-            }
-            | {
-                paths.silver(s["data"], s["teacher"], s["shuffles"], "stats.json")
-                for s in pbconfig.label_budget(config)
-            }
-        ),
     output:
         table=report(
             "results/tables/stability.md",
@@ -256,32 +246,6 @@ rule stability_table:
         ),
         matched_csv="results/tables/matched_retention.csv",
         matched_tex="results/tables/matched_retention.tex",
-        teachers=report(
-            "results/tables/teachers.md",
-            caption="../docs/captions/teachers.rst",
-            category="OC-SFT",
-        ),
-        teachers_csv="results/tables/teachers.csv",
-        teachers_tex="results/tables/teachers.tex",
-        teachers_figure=report(
-            "results/figures/teachers.png",
-            caption="../docs/captions/teachers.rst",
-            category="OC-SFT",
-        ),
-        teachers_pdf="results/figures/teachers.pdf",
-        label_budget=report(
-            "results/tables/label_budget.md",
-            caption="../docs/captions/label_budget.rst",
-            category="OC-SFT",
-        ),
-        label_budget_csv="results/tables/label_budget.csv",
-        label_budget_tex="results/tables/label_budget.tex",
-        label_budget_figure=report(
-            "results/figures/label_budget.png",
-            caption="../docs/captions/label_budget.rst",
-            category="OC-SFT",
-        ),
-        label_budget_pdf="results/figures/label_budget.pdf",
         bases=report(
             "results/figures/bases_pooled.png",
             caption="../docs/captions/bases_pooled.rst",
@@ -308,20 +272,14 @@ rule stability_table:
         settings=pbconfig.pointwise_settings(config),
         dev=config["ocsft"]["dev"],
         base_pairs=pbconfig.base_pairs(config),
-        teacher_study=pbconfig.teacher_study(config),
-        label_budget=pbconfig.label_budget(config),
         tables={
             "stability": "table",
             "ocsft_settings": "settings",
             "matched_retention": "matched",
-            "teachers": "teachers",
-            "label_budget": "label_budget",
             "bases_pooled": "bases_table",
         },
         figures={
             "bsc_curve": "figure",
-            "teachers": "teachers_figure",
-            "label_budget": "label_budget_figure",
             "bases_pooled": "bases",
         },
         frames={},
@@ -329,8 +287,90 @@ rule stability_table:
         "../workflow/scripts/report.py"
 
 
+rule teachers_table:
+    """OC-SFT's teachers compared (its Figures 9 and 11): written where students of one method learn from two teachers."""
+    input:
+        stability=[paths.stability(*key, "none") for key in RERANKING_EXPERIMENTS],
+        silver_stats=sorted(
+            {paths.silver(s["data"], s["teacher"], config["ocsft"]["shuffles"], "stats.json") for s in TEACHER_STUDY}
+        ),
+    output:
+        teachers=report(
+            "results/tables/teachers.md",
+            caption="../docs/captions/teachers.rst",
+            category="OC-SFT",
+        ),
+        teachers_csv="results/tables/teachers.csv",
+        teachers_tex="results/tables/teachers.tex",
+        teachers_figure=report(
+            "results/figures/teachers.png",
+            caption="../docs/captions/teachers.rst",
+            category="OC-SFT",
+        ),
+        teachers_pdf="results/figures/teachers.pdf",
+    log:
+        "logs/tables/teachers.log",
+    benchmark:
+        "benchmarks/tables/teachers.tsv"
+    conda:
+        "../envs/eval.yaml"
+    resources:
+        mem_mb=lambda w, attempt: 2000 * attempt,
+        runtime=10,
+    params:
+        provenance=REPORT_LINE,
+        variants={m: pbconfig.variant_of(config["training"], m) for m, _, _ in RERANKING_EXPERIMENTS},
+        dev=config["ocsft"]["dev"],
+        teacher_study=TEACHER_STUDY,
+        tables={"teachers": "teachers"},
+        figures={"teachers": "teachers_figure"},
+        frames={},
+    script:
+        "../workflow/scripts/report.py"
+
+
+rule label_budget_table:
+    """OC-SFT's label budget (its Figure 7): written where a pointwise run sets training.<name>.max_queries."""
+    input:
+        stability=[paths.stability(*key, "none") for key in RERANKING_EXPERIMENTS],
+        silver_stats=sorted({paths.silver(s["data"], s["teacher"], s["shuffles"], "stats.json") for s in LABEL_BUDGET}),
+    output:
+        label_budget=report(
+            "results/tables/label_budget.md",
+            caption="../docs/captions/label_budget.rst",
+            category="OC-SFT",
+        ),
+        label_budget_csv="results/tables/label_budget.csv",
+        label_budget_tex="results/tables/label_budget.tex",
+        label_budget_figure=report(
+            "results/figures/label_budget.png",
+            caption="../docs/captions/label_budget.rst",
+            category="OC-SFT",
+        ),
+        label_budget_pdf="results/figures/label_budget.pdf",
+    log:
+        "logs/tables/label_budget.log",
+    benchmark:
+        "benchmarks/tables/label_budget.tsv"
+    conda:
+        "../envs/eval.yaml"
+    resources:
+        mem_mb=lambda w, attempt: 2000 * attempt,
+        runtime=10,
+    params:
+        provenance=REPORT_LINE,
+        variants={m: pbconfig.variant_of(config["training"], m) for m, _, _ in RERANKING_EXPERIMENTS},
+        dev=config["ocsft"]["dev"],
+        label_budget=LABEL_BUDGET,
+        tables={"label_budget": "label_budget"},
+        figures={"label_budget": "label_budget_figure"},
+        frames={},
+    script:
+        "../workflow/scripts/report.py"
+
+
 rule frontier:
-    """Every scorer and method on one stability x cost frontier; adaptive budgets; serving widths; channels."""
+    """Every scorer and method on one stability x cost frontier; adaptive budgets; serving widths."""
     input:
         stability_queries=[paths.stability(*target, "queries.parquet") for target in STABILITY_TARGETS],
         stability=[paths.stability(*target) for target in STABILITY_TARGETS],
@@ -363,13 +403,6 @@ rule frontier:
         ),
         savings_csv="results/tables/adaptive_savings.csv",
         savings_tex="results/tables/adaptive_savings.tex",
-        channels=report(
-            "results/tables/channels.md",
-            caption="../docs/captions/channels.rst",
-            category="OC-SFT",
-        ),
-        channels_csv="results/tables/channels.csv",
-        channels_tex="results/tables/channels.tex",
     log:
         "logs/tables/frontier.log",
     benchmark:
@@ -389,9 +422,41 @@ rule frontier:
             "frontier": "table",
             "serving_width": "widths",
             "adaptive_savings": "savings",
-            "channels": "channels",
         },
         figures={"frontier": "figure"},
+        frames={},
+    script:
+        "../workflow/scripts/report.py"
+
+
+rule channels_table:
+    """Presentation channels beyond order (markers, skeleton): written where an experiment probes one."""
+    input:
+        stability_queries=[paths.stability(*target, "queries.parquet") for target in STABILITY_TARGETS],
+        stability=[paths.stability(*target) for target in STABILITY_TARGETS],
+    output:
+        channels=report(
+            "results/tables/channels.md",
+            caption="../docs/captions/channels.rst",
+            category="OC-SFT",
+        ),
+        channels_csv="results/tables/channels.csv",
+        channels_tex="results/tables/channels.tex",
+    log:
+        "logs/tables/channels.log",
+    benchmark:
+        "benchmarks/tables/channels.tsv"
+    conda:
+        "../envs/eval.yaml"
+    resources:
+        mem_mb=lambda w, attempt: 2000 * attempt,
+        runtime=10,
+    params:
+        provenance=REPORT_LINE,
+        variants={target[0]: pbconfig.variant_of(config["training"], target[0]) for target in STABILITY_TARGETS},
+        references=config["frontier"]["references"],
+        tables={"channels": "channels"},
+        figures={},
         frames={},
     script:
         "../workflow/scripts/report.py"
@@ -404,3 +469,6 @@ rule ocsft:
         rules.decisions_table.output if DECISION_TARGETS else [],
         rules.pool_figures.output if POOL_TARGETS else [],
         rules.frontier.output if STABILITY_TARGETS else [],
+        rules.teachers_table.output if TEACHER_STUDY else [],
+        rules.label_budget_table.output if LABEL_BUDGET else [],
+        rules.channels_table.output if CHANNEL_PROBES else [],

@@ -357,6 +357,20 @@ def test_the_papers_tables_and_figures_in_every_format(default_run):
     assert set(t2["retriever"]) == {"bm25", "dense", "splade", "rrf"}
 
 
+def test_the_run_writes_only_the_tables_its_config_gives_rows(default_run):
+    """The OC-SFT tables the default config does not ask for (no teachers compared, no label budget, no channel
+    probed) are not written at all, rather than as a one-row "none" table; every table written has data."""
+    tables = default_run.path("results", "tables")
+    assert not {"teachers.md", "label_budget.md", "channels.md"} & {p.name for p in tables.iterdir()}
+    assert not (default_run.path("results", "figures") / "teachers.png").exists()
+
+    def placeholder(path) -> bool:  # one body row whose cell says why there is nothing (posbias.paper.writers)
+        rows = [line for line in path.read_text().splitlines() if line.startswith("|")][2:]
+        return len(rows) == 1 and rows[0].startswith("| none")
+
+    assert not [p.name for p in tables.glob("*.md") if placeholder(p)]
+
+
 def test_every_latex_table_of_the_run_typesets_with_pdflatex(default_run, tmp_path):
     """Issue 54: each `.tex` table the run writes compiles in one article with the packages its first lines name
     (booktabs, amssymb, CJKutf8), through Debian's pdflatex (tests/tex.py)."""

@@ -159,10 +159,10 @@ TABLES: dict[str, PaperTable] = {
         rule="stability_table"),
     "teachers": PaperTable(
         "Teachers compared: label quality and silver-β against the student's quality and stability (OC-SFT)",
-        ("stability", "silver_stats", "teacher_study", "variants", "dev"), teachers, rule="stability_table"),
+        ("stability", "silver_stats", "teacher_study", "variants", "dev"), teachers, rule="teachers_table"),
     "label_budget": PaperTable(
         "OC-SFT's label budget: the student's quality and stability against the teacher labels it cost (Figure 7)",
-        ("stability", "silver_stats", "label_budget", "variants", "dev"), label_budget, rule="stability_table"),
+        ("stability", "silver_stats", "label_budget", "variants", "dev"), label_budget, rule="label_budget_table"),
     "bases_pooled": PaperTable(
         "OC-SFT over base models: its stability gain over single order, per base and pooled over cells",
         ("stability", "base_pairs", "variants", "dev"), _bases_table, rule="stability_table"),
@@ -176,7 +176,7 @@ TABLES: dict[str, PaperTable] = {
     "channels": PaperTable(
         "Presentation channels beyond order: held-out marker relabellings and a second answer skeleton, against "
         "order training, marker-diverse SFT and a marker penalty (OC-SFT)",
-        ("stability", "stability_queries", "variants", "references"), channels, rule="frontier"),
+        ("stability", "stability_queries", "variants", "references"), channels, rule="channels_table"),
     "serving_width": PaperTable(
         "One checkpoint served at several window widths B: quality, stability and latency (OC-SFT)",
         ("stability", "widths"), serving_width, rule="frontier"),
@@ -210,10 +210,10 @@ FIGURES: dict[str, PaperFigure] = {
         ("stability", "base_pairs", "variants", "dev"), _bases_figure, rule="stability_table"),
     "teachers": PaperFigure(
         "OC-SFT: the student's quality against its teacher's silver-β and label quality (Figures 9 and 11)",
-        ("stability", "silver_stats", "teacher_study", "variants", "dev"), teachers_figure, rule="stability_table"),
+        ("stability", "silver_stats", "teacher_study", "variants", "dev"), teachers_figure, rule="teachers_table"),
     "label_budget": PaperFigure(
         "OC-SFT: retention Jaccard and τ-PSI against the label cost (Figure 7)",
-        ("stability", "silver_stats", "label_budget", "variants", "dev"), label_budget_figure, rule="stability_table"),
+        ("stability", "silver_stats", "label_budget", "variants", "dev"), label_budget_figure, rule="label_budget_table"),
     "frontier": PaperFigure(
         "Every method on one frontier: τ-PSI against model calls per query and against nDCG@10",
         ("stability_queries", "stability", "variants", "decisions"), frontier_figure, rule="frontier"),
