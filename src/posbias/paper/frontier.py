@@ -195,14 +195,20 @@ def frontier_figure(per_query: pl.DataFrame, stability: pl.DataFrame, variants: 
     legend beside the row names it (variant · method), so no label covers another; one colour-blind-safe colour
     per variant."""
     from matplotlib.lines import Line2D
+    from matplotlib.ticker import NullFormatter
 
     data = frontier_rows(per_query, stability, variants, decisions)
     plt = pyplot()
     cells = data.select("dataset", "retriever").unique(maintain_order=True).rows() if "calls" in data.columns else []
-    fig, axes = plt.subplots(max(len(cells), 1), 2, figsize=(14, 3.8 * max(len(cells), 1)), squeeze=False,
-                             constrained_layout=True)
-    for (dataset, retriever), (cost_ax, quality_ax) in zip(cells, axes):
-        part = data.filter((pl.col("dataset") == dataset) & (pl.col("retriever") == retriever))
+    parts = [data.filter((pl.col("dataset") == d) & (pl.col("retriever") == r)) for d, r in cells]
+    # the numbered legend gets its own column, as wide as its longest row needs, so the panels keep their width
+    columns = max((1 + part.height // 24 for part in parts), default=1)
+    fig, axes = plt.subplots(max(len(cells), 1), 3, figsize=(10 + 3.6 * columns, 4.2 * max(len(cells), 1)),
+                             squeeze=False, constrained_layout=True,
+                             gridspec_kw={"width_ratios": [1, 1, 0.8 * columns]})
+    for legend_ax in axes[:, 2]:
+        legend_ax.axis("off")
+    for (dataset, retriever), part, (cost_ax, quality_ax, legend_ax) in zip(cells, parts, axes):
         names = part["variant"].unique(maintain_order=True).to_list()
         colours = {v: look["color"] for v, look in zip(names, line_styles(len(names)))}
         handles = []
@@ -221,9 +227,13 @@ def frontier_figure(per_query: pl.DataFrame, stability: pl.DataFrame, variants: 
                     alpha=0.6)
             ax.grid(alpha=0.3)
         cost_ax.set(xscale="log", xlabel="model calls per query", ylabel="τ-PSI (lower = more stable)",
-                    title=f"{dataset} · {retriever}: stability × cost")
+                    title=f"{dataset} · {retriever}\nstability × cost")
+        # ticks at the fixed budgets measured (whole calls per query), not the log axis's 2×10⁰ … labels
+        measured = sorted({float(c) for c in part["calls"] if c == c and float(c).is_integer()})
+        if 0 < len(measured) <= 8:
+            cost_ax.set_xticks(measured, [f"{c:g}" for c in measured])
+            cost_ax.xaxis.set_minor_formatter(NullFormatter())
         quality_ax.set(xlabel="nDCG@10 over shuffled presentations", ylabel="τ-PSI",
-                       title=f"{dataset} · {retriever}: quality × stability")
-        quality_ax.legend(handles=handles, fontsize=6, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False,
-                          ncol=1 + len(handles) // 16)
+                       title=f"{dataset} · {retriever}\nquality × stability")
+        legend_ax.legend(handles=handles, fontsize=6, loc="upper left", frameon=False, ncol=1 + len(handles) // 24)
     save_figure(fig, path, 120)
