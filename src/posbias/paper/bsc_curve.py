@@ -7,7 +7,7 @@ from pathlib import Path
 import polars as pl
 
 from posbias.debias.adaptive import ADAPTIVE, FIXED
-from posbias.paper.writers import integer_x, pyplot, save_figure
+from posbias.paper.writers import integer_x, line_styles, pyplot, save_figure
 
 
 def bsc_figure(stability: pl.DataFrame, path: str | Path, references: list[str] = ()) -> None:
@@ -16,18 +16,29 @@ def bsc_figure(stability: pl.DataFrame, path: str | Path, references: list[str] 
     comparison OC-SFT makes: K inference passes of a baseline against one pass of the trained model. An
     adaptive budget's row is an open marker at its mean draws (x) in the model's colour."""
     plt = pyplot()
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), constrained_layout=True)
-    for (model, dataset), rows in stability.sort("k").group_by(["model", "dataset"], maintain_order=True):
+    groups = list(stability.sort("k").group_by(["model", "dataset"], maintain_order=True))
+    styles = line_styles(len(groups))
+    # the legend gets its own column beside the panels (30 rows a column), so it never covers a line
+    columns = 1 + (len(groups) + sum(m in references for (m, _), _ in groups)) // 30
+    fig, axes = plt.subplots(1, 4, figsize=(12 + 3.4 * columns, 4.2), constrained_layout=True,
+                             gridspec_kw={"width_ratios": [1, 1, 1, 0.9 * columns]})
+    panels, legend_ax = axes[:3], axes[3]
+    handles = []
+    for ((model, dataset), rows), style in zip(groups, styles):
         group, adaptive = (rows.filter(pl.col("budget") == b) for b in (FIXED, ADAPTIVE))
-        for ax, column in zip(axes, ("ndcg10", "tau_psi", "jaccard")):
-            line, = ax.plot(group["k"], group[column], marker="o", ms=3, label=f"{model} · {dataset}")
-            ax.scatter(adaptive["draws"], adaptive[column], s=40, facecolors="none", edgecolors=line.get_color())
+        for ax, column in zip(panels, ("ndcg10", "tau_psi", "jaccard")):
+            line, = ax.plot(group["k"], group[column], ms=4, color=style["color"], marker=style["marker"],
+                            label=f"{model} · {dataset}")
+            ax.scatter(adaptive["draws"], adaptive[column], s=40, facecolors="none", edgecolors=style["color"])
             if model in references:
-                ax.axhline(group.filter(pl.col("k") == 1)[column][0], ls="--", lw=1, color=line.get_color(),
-                           label=f"{model} · {dataset}, K = 1")
-    integer_x(axes)
-    for ax, title in zip(axes, ("nDCG@10", "τ-PSI (lower = more stable)", "retention Jaccard (higher = more stable)")):
-        ax.set(xlabel="K (shuffles averaged; open: adaptive, at its mean draws)", title=title)
+                ref = ax.axhline(group.filter(pl.col("k") == 1)[column][0], ls="--", lw=1, color=style["color"],
+                                 label=f"{model} · {dataset}, K = 1")
+        handles += [line, ref] if model in references else [line]
+    integer_x(panels)
+    for ax, title in zip(panels, ("nDCG@10", "τ-PSI (lower = more stable)", "retention Jaccard (higher = more stable)")):
+        ax.set(xlabel="K (shuffles averaged)", title=title)
         ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=7)
+    legend_ax.axis("off")
+    legend_ax.legend(handles=handles, fontsize=6, loc="upper left", frameon=False, ncol=columns,
+                     title="open marker: adaptive budget at its mean draws", title_fontsize=7)
     save_figure(fig, path, 120)
