@@ -629,3 +629,10 @@ def test_one_checkpoint_across_widths_reports_latency_saved_against_b1():
     assert table.data["window"].to_list() == [1, 5, 20] and set(table.data["checkpoint"]) == {"ck"}
     assert table.data["latency_saved"].to_list() == pytest.approx([0.0, 0.25, 0.45])
     assert table.view["latency saved vs B = 1"].to_list() == ["0%", "25%", "45%"]
+
+
+def test_line_styles_give_up_to_a_hundred_lines_a_colour_and_marker_pair_each():
+    from posbias.paper.writers import line_styles
+
+    styles = [(s["color"], s["marker"]) for s in line_styles(100)]
+    assert len(set(styles)) == 100 and len({c for c, _ in styles[:10]}) == 10

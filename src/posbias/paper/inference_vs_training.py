@@ -73,7 +73,11 @@ def inference_vs_training_figure(metrics: pl.DataFrame, training: dict, path: st
                 title="PermSC against K (dashed: per window; circle: peak)")
     for ax in axes:
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2, frameon=False)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2, frameon=False)
+    if by_k.is_empty():  # say why the panel is empty rather than leave bare axes
+        axes[1].text(0.5, 0.5, "no experiment of this run lists permsc@K", ha="center", va="center",
+                     transform=axes[1].transAxes, color="0.4")
     integer_x(axes)
     save_figure(fig, path, 120)
     return by_k

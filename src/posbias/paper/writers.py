@@ -133,11 +133,13 @@ MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
 
 
 def line_styles(n: int) -> list[dict]:
-    """Colour and marker of each of ``n`` lines: the colour-blind-safe cycle, markers varied with them."""
-    import matplotlib
+    """Colour and marker of each of ``n`` lines: the colour-blind-safe cycle, markers varied with them, shifted by
+    one each time the colours come round, so no two of up to 100 lines share both."""
+    import matplotlib.style
 
     colours = matplotlib.style.library["tableau-colorblind10"]["axes.prop_cycle"].by_key()["color"]
-    return [{"color": colours[i % len(colours)], "marker": MARKERS[i % len(MARKERS)]} for i in range(n)]
+    return [{"color": colours[i % len(colours)], "marker": MARKERS[(i + i // len(colours)) % len(MARKERS)]}
+            for i in range(n)]
 
 
 def integer_x(axes) -> None:
