@@ -229,7 +229,7 @@ def frontier_figure(per_query: pl.DataFrame, stability: pl.DataFrame, variants: 
         cost_ax.set(xscale="log", xlabel="model calls per query", ylabel="τ-PSI (lower = more stable)",
                     title=f"{dataset} · {retriever}\nstability × cost")
         # ticks at the fixed budgets measured (whole calls per query), not the log axis's 2×10⁰ … labels
-        measured = sorted({float(c) for c in part["calls"] if c == c and float(c).is_integer()})
+        measured = sorted({float(c) for c in part["calls"] if c is not None and c == c and float(c).is_integer()})
         if 0 < len(measured) <= 8:
             cost_ax.set_xticks(measured, [f"{c:g}" for c in measured])
             cost_ax.xaxis.set_minor_formatter(NullFormatter())
