@@ -7,7 +7,7 @@ from pathlib import Path
 import polars as pl
 
 from posbias.debias.adaptive import ADAPTIVE, FIXED
-from posbias.paper.writers import integer_x, line_styles, pyplot, save_figure
+from posbias.paper.writers import integer_x, line_styles, panels_with_legend, save_figure
 
 
 def bsc_figure(stability: pl.DataFrame, path: str | Path, references: list[str] = ()) -> None:
@@ -15,14 +15,12 @@ def bsc_figure(stability: pl.DataFrame, path: str | Path, references: list[str] 
     ``references`` (the OC-SFT models) also as a dashed horizontal line at its K = 1 value, the
     comparison OC-SFT makes: K inference passes of a baseline against one pass of the trained model. An
     adaptive budget's row is an open marker at its mean draws (x) in the model's colour."""
-    plt = pyplot()
     groups = list(stability.sort("k").group_by(["model", "dataset"], maintain_order=True))
     styles = line_styles(len(groups))
-    # the legend gets its own column beside the panels (30 rows a column), so it never covers a line
+    # the legend in its own column beside the panels (30 entries a column), so it never covers a line
     columns = 1 + (len(groups) + sum(m in references for (m, _), _ in groups)) // 30
-    fig, axes = plt.subplots(1, 4, figsize=(12 + 3.4 * columns, 4.2), constrained_layout=True,
-                             gridspec_kw={"width_ratios": [1, 1, 1, 0.9 * columns]})
-    panels, legend_ax = axes[:3], axes[3]
+    fig, axes, legends = panels_with_legend(1, 3, columns, (4, 4.2))
+    panels, legend_ax = axes[0], legends[0]
     handles = []
     for ((model, dataset), rows), style in zip(groups, styles):
         group, adaptive = (rows.filter(pl.col("budget") == b) for b in (FIXED, ADAPTIVE))
@@ -38,7 +36,6 @@ def bsc_figure(stability: pl.DataFrame, path: str | Path, references: list[str] 
     for ax, title in zip(panels, ("nDCG@10", "τ-PSI (lower = more stable)", "retention Jaccard (higher = more stable)")):
         ax.set(xlabel="K (shuffles averaged)", title=title)
         ax.grid(alpha=0.3)
-    legend_ax.axis("off")
     legend_ax.legend(handles=handles, fontsize=6, loc="upper left", frameon=False, ncol=columns,
                      title="open marker: adaptive budget at its mean draws", title_fontsize=7)
     save_figure(fig, path, 120)

@@ -23,7 +23,7 @@ from posbias.debias import AGGREGATE_LISTS, AVERAGE_SCORES, shuffle_combine
 from posbias.debias.adaptive import ADAPTIVE, FIXED, label
 from posbias.paper.seeds import named_variants, shown
 from posbias.paper.stats import ALPHA, holm_by_metric, mean_sd, paired_against, significant
-from posbias.paper.writers import Table, fmt, fmt_sd, line_styles, pyplot, save_figure
+from posbias.paper.writers import Table, fmt, fmt_sd, line_styles, panels_with_legend, save_figure
 
 TESTED = ("ndcg10", "tau_psi", "jaccard")  # paired over queries against the reference
 FLIPS = ("flip", "verdict_flip")  # a consumer's flip rates (posbias.consumers), where the dataset has one
@@ -198,17 +198,12 @@ def frontier_figure(per_query: pl.DataFrame, stability: pl.DataFrame, variants: 
     from matplotlib.ticker import NullFormatter
 
     data = frontier_rows(per_query, stability, variants, decisions)
-    plt = pyplot()
     cells = data.select("dataset", "retriever").unique(maintain_order=True).rows() if "calls" in data.columns else []
     parts = [data.filter((pl.col("dataset") == d) & (pl.col("retriever") == r)) for d, r in cells]
     # the numbered legend gets its own column, as wide as its longest row needs, so the panels keep their width
     columns = max((1 + part.height // 24 for part in parts), default=1)
-    fig, axes = plt.subplots(max(len(cells), 1), 3, figsize=(10 + 3.6 * columns, 4.2 * max(len(cells), 1)),
-                             squeeze=False, constrained_layout=True,
-                             gridspec_kw={"width_ratios": [1, 1, 0.8 * columns]})
-    for legend_ax in axes[:, 2]:
-        legend_ax.axis("off")
-    for (dataset, retriever), part, (cost_ax, quality_ax, legend_ax) in zip(cells, parts, axes):
+    fig, axes, legends = panels_with_legend(max(len(cells), 1), 2, columns, (5, 4.2))
+    for (dataset, retriever), part, (cost_ax, quality_ax), legend_ax in zip(cells, parts, axes, legends):
         names = part["variant"].unique(maintain_order=True).to_list()
         colours = {v: look["color"] for v, look in zip(names, line_styles(len(names)))}
         handles = []

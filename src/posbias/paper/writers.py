@@ -150,6 +150,19 @@ def integer_x(axes) -> None:
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
 
 
+def panels_with_legend(rows: int, panels: int, legend_columns: int, size: tuple[float, float]):
+    """A figure of ``rows`` rows of ``panels`` panels, each ``size`` inches, and one more column holding each row's
+    legend (``legend_columns`` columns of entries wide, its axes off), so a long legend never squeezes or covers
+    the panels. Returns the figure, the panel axes (rows × panels) and the legend axes (one per row)."""
+    width, height = size
+    fig, axes = pyplot().subplots(rows, panels + 1, figsize=(width * panels + 3.4 * legend_columns, height * rows),
+                                  squeeze=False, constrained_layout=True,
+                                  gridspec_kw={"width_ratios": [1] * panels + [0.8 * legend_columns]})
+    for legend_ax in axes[:, panels]:
+        legend_ax.axis("off")
+    return fig, axes[:, :panels], axes[:, panels]
+
+
 def panels_by_group(rows: pl.DataFrame, keys: tuple[str, ...], columns: int = 2):
     """A figure with a row of ``columns`` panels per distinct value of ``keys`` in ``rows`` (one empty row where
     there is none), and per group its key, its rows and its row of axes."""
