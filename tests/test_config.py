@@ -302,7 +302,10 @@ def test_duplicate_yaml_keys_are_errors_and_merge_keys_are_not(tmp_path):
 def test_a_jobs_model_params_name_the_engine_only_where_it_is_not_the_default():
     """A result made before `engine` existed stays current (its job's params are unchanged); a model on vLLM
     has it in its params, so switching engines reruns its jobs."""
-    cfg = pbconfig.load(REPO / "config" / "config.yaml", files=False)
+    raw = copy.deepcopy(DEFAULT)
+    raw["models"]["toy-first-vllm"] = {"kind": "causal_lm", "path": "toy-first-s1", "mode": "first", "engine": "vllm"}
+    cfg = _validated(raw)
+    pbconfig.prepare(cfg, files=False)
     before = {k: v for k, v in cfg["models"]["toy-first-s1"].items() if k != "engine"}  # 0.11.0's entry
     assert cfg["models"]["toy-first-s1"]["engine"] == "transformers"
     assert pbconfig.model_settings(cfg, "toy-first-s1") == pbconfig.sorted_keys(before)
