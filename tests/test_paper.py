@@ -9,6 +9,7 @@ import pytest
 from posbias import paper
 from posbias.paper.inference_vs_training import inference_vs_training_figure
 from posbias.paper.seeds import seed_curves
+from tests.conftest import REPO
 
 
 def test_holm_known_answers():
@@ -636,3 +637,20 @@ def test_line_styles_give_up_to_a_hundred_lines_a_colour_and_marker_pair_each():
 
     styles = [(s["color"], s["marker"]) for s in line_styles(100)]
     assert len(set(styles)) == 100 and len({c for c, _ in styles[:10]}) == 10
+
+
+def test_a_config_is_given_only_the_paper_tables_and_figures_it_fills():
+    """posbias.paper.scope, read from the config alone: the default run fills every paper table and figure;
+    the OC-SFT toy (pointwise students, shuffles only, no CapCal, no listwise training) none of the position,
+    CapCal, ablation or reference-against-baselines ones, which it used to write with a "none" body."""
+    from posbias import config
+
+    default = config.load(REPO / "config" / "config.yaml", files=False)
+    assert paper.filled(paper.TABLES, "paper_table", default) == paper.names(paper.TABLES, "paper_table")
+    assert paper.filled(paper.FIGURES, "paper_figure", default) == paper.names(paper.FIGURES, "paper_figure")
+    toy = config.load(REPO / "config" / "examples" / "ocsft-toy.yaml", files=False)
+    assert paper.filled(paper.TABLES, "paper_table", toy) == ["original_vs_shuffled", "retrievers"]
+    assert paper.filled(paper.FIGURES, "paper_figure", toy) == ["inference_vs_training"]
+    # one experiment more and the table is back: a CapCal variant on one toy student
+    toy["reranking"]["experiments"][0]["debias"].append("capcal")
+    assert "capcal" in paper.filled(paper.TABLES, "paper_table", toy)

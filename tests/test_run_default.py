@@ -211,7 +211,7 @@ def test_the_compute_plan_matches_the_run_in_every_exact_order(default_run):
     exact = check.filter(pl.col("calls_exact"))
     assert (exact["calls"] == exact["calls_actual"]).all() and set(check.filter(~pl.col("calls_exact"))["model"]) == {"tiny-gen"}
     planned = pl.read_csv(default_run.path("results", "plan", "cost.csv"))
-    assert planned.filter(pl.col("family") == "rerank")["jobs"].sum() == 29
+    assert planned.filter(pl.col("family") == "rerank")["jobs"].sum() == 28
 
 
 def test_the_debiasfirst_branch_omega_augmentation_and_continued_training(default_run):

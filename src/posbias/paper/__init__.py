@@ -24,6 +24,7 @@ from pathlib import Path
 import polars as pl
 
 from posbias import atomic, registry, schemas
+from posbias.paper import scope
 from posbias.paper.ablation_curves import ablation_curves_figure
 from posbias.paper.ablations import ablations
 from posbias.paper.adaptive_savings import adaptive_savings
@@ -75,6 +76,7 @@ class PaperTable(_Titled):
     inputs: tuple[str, ...]
     builder: Callable[..., Table] | str
     rule: str = "paper_table"
+    when: Callable[[dict], bool] = scope.always  # whether a config gives it rows (posbias.paper.scope)
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,7 @@ class PaperFigure(_Titled):
     inputs: tuple[str, ...]
     drawer: Callable
     rule: str = "paper_figure"
+    when: Callable[[dict], bool] = scope.always  # whether a config gives it data (posbias.paper.scope)
 
 
 @dataclass(frozen=True)
@@ -126,20 +129,22 @@ def _pool_figure(drawer: Callable) -> Callable:
 TABLES: dict[str, PaperTable] = {
     "position_bias": PaperTable(
         "Position effect and its removal: curve spread and shuffled-order quality (DebiasFirst Figure 4)",
-        ("summaries", "curves", "training"), position_bias),
+        ("summaries", "curves", "training"), position_bias, when=scope.with_order("position")),
     "original_vs_shuffled": PaperTable(
         "nDCG@10 under the original and shuffled input orders (DebiasFirst Table 1)",
-        ("metrics", "training"), original_vs_shuffled),
+        ("metrics", "training"), original_vs_shuffled, when=scope.original_and_shuffled),
     "retrievers": PaperTable(
         "Reranking different first-stage runs (DebiasFirst Table 2)",
         ("metrics", "first_stage", "training"), retrievers),
     "capcal": PaperTable(
-        "Content-agnostic calibration: quality and cost (CapCal)", ("metrics", "summaries"), capcal),
+        "Content-agnostic calibration: quality and cost (CapCal)", ("metrics", "summaries"), capcal,
+        when=scope.with_debias("capcal")),
     "ablations": PaperTable(
-        "Objective × augmentation ablations (DebiasFirst Table 3)", ("summaries", "curves", "training"), ablations),
+        "Objective × augmentation ablations (DebiasFirst Table 3)", ("summaries", "curves", "training"), ablations,
+        when=scope.listwise_trained),
     "versus_baselines": PaperTable(
         "The reference model against each baseline, original and shuffled orders (DebiasFirst Table 1)",
-        ("metrics", "training", "reference"), versus_baselines),
+        ("metrics", "training", "reference"), versus_baselines, when=scope.reference_and_baseline),
     "retrieval": PaperTable("First-stage retrieval", ("retrieval_summary", "measures"), retrieval_table,
                             rule="retrieval_table"),
     "rerank": PaperTable("Listwise reranking under permuted orders", ("summaries", "window", "step"), rerank_table,
@@ -190,13 +195,13 @@ TABLES: dict[str, PaperTable] = {
 FIGURES: dict[str, PaperFigure] = {
     "position_curve": PaperFigure(
         "Position curve: the relevant passage moved to each input position (DebiasFirst Figure 4)",
-        ("curves", "training"), position_curve_figure),
+        ("curves", "training"), position_curve_figure, when=scope.with_order("position")),
     "inference_vs_training": PaperFigure(
         "Training- vs inference-time debiasing per shuffle seed, PermSC against K (DebiasFirst Figure 5)",
-        ("metrics", "training"), inference_vs_training_figure),
+        ("metrics", "training"), inference_vs_training_figure, when=scope.with_order("shuffled")),
     "ablation_curves": PaperFigure(
         "Position curves of the objective × augmentation ablations (DebiasFirst Figure 6)",
-        ("curves", "training"), ablation_curves_figure),
+        ("curves", "training"), ablation_curves_figure, when=scope.listwise_trained),
     "position_curve_all": PaperFigure(
         "Position curves of every model and debiasing method", ("curves",), _position_curve_all,
         rule="rerank_tables"),
@@ -239,6 +244,11 @@ def needs(entry: PaperTable | PaperFigure) -> set[str]:
 def names(entries: dict, rule: str) -> list[str]:
     """The registered names a rule writes."""
     return [name for name, entry in entries.items() if entry.rule == rule]
+
+
+def filled(entries: dict, rule: str, config: dict) -> list[str]:
+    """The names a rule writes that the prepared ``config`` gives rows to (each entry's ``when``)."""
+    return [name for name in names(entries, rule) if entries[name].when(config)]
 
 
 def _arguments(entry, inputs: dict) -> list:
@@ -291,5 +301,5 @@ def produce(tables: dict[str, str], figures: dict[str, str], frames: dict[str, s
 
 __all__ = ["ALPHA", "FIGURES", "FRAMES", "INPUTS", "PaperFigure", "PaperFrame", "PaperTable", "TABLES", "Table",
            "ablations", "build", "capcal", "decisions_table", "draw", "fmt", "fmt_sd", "frame", "holm", "mean_sd",
-           "names", "needs", "ocsft_settings", "original_vs_shuffled", "paired_pvalue", "position_bias", "produce",
+           "filled", "names", "needs", "ocsft_settings", "original_vs_shuffled", "paired_pvalue", "position_bias", "produce",
            "retrievers", "stability", "frontier", "versus_baselines", "write"]
