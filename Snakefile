@@ -66,6 +66,7 @@ localrules:
     label_budget_table,
     frontier,
     channels_table,
+    serving_width_table,
     decisions_table,
     pool_figures,
     paper_table,

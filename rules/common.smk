@@ -270,6 +270,7 @@ DECISION_TARGETS = pbconfig.decision_targets(config)
 TEACHER_STUDY = pbconfig.teacher_study(config)
 LABEL_BUDGET = pbconfig.label_budget(config)
 CHANNEL_PROBES = [target for target in STABILITY_TARGETS if debias.probe_channel(target[3])]
+SERVED_WIDTHS = pbconfig.served_widths(config)  # checkpoints served at several window widths B
 POOL_TARGETS = pbconfig.pool_targets(config)
 QA_DATASETS = sorted({d for _, d, _ in DECISION_TARGETS if pbconfig.needs_reader(config, d)})
 READER = config["consumers"]["multidoc_qa"]["reader"]

@@ -370,7 +370,7 @@ rule label_budget_table:
 
 
 rule frontier:
-    """Every scorer and method on one stability x cost frontier; adaptive budgets; serving widths."""
+    """Every scorer and method on one stability x cost frontier, and adaptive budgets against fixed K."""
     input:
         stability_queries=[paths.stability(*target, "queries.parquet") for target in STABILITY_TARGETS],
         stability=[paths.stability(*target) for target in STABILITY_TARGETS],
@@ -389,13 +389,6 @@ rule frontier:
             category="Frontier",
         ),
         figure_pdf="results/figures/frontier.pdf",
-        widths=report(
-            "results/tables/serving_width.md",
-            caption="../docs/captions/serving_width.rst",
-            category="OC-SFT",
-        ),
-        widths_csv="results/tables/serving_width.csv",
-        widths_tex="results/tables/serving_width.tex",
         savings=report(
             "results/tables/adaptive_savings.md",
             caption="../docs/captions/adaptive_savings.rst",
@@ -417,13 +410,42 @@ rule frontier:
         variants={target[0]: pbconfig.variant_of(config["training"], target[0]) for target in STABILITY_TARGETS},
         references=config["frontier"]["references"],
         settings=pbconfig.pointwise_settings(config),
-        widths=pbconfig.served_widths(config),
         tables={
             "frontier": "table",
-            "serving_width": "widths",
             "adaptive_savings": "savings",
         },
         figures={"frontier": "figure"},
+        frames={},
+    script:
+        "../workflow/scripts/report.py"
+
+
+rule serving_width_table:
+    """One checkpoint served at several window widths B: written where the config serves one so."""
+    input:
+        stability=sorted({paths.stability(w["model"], w["dataset"], w["retriever"], "none") for w in SERVED_WIDTHS}),
+    output:
+        widths=report(
+            "results/tables/serving_width.md",
+            caption="../docs/captions/serving_width.rst",
+            category="OC-SFT",
+        ),
+        widths_csv="results/tables/serving_width.csv",
+        widths_tex="results/tables/serving_width.tex",
+    log:
+        "logs/tables/serving_width.log",
+    benchmark:
+        "benchmarks/tables/serving_width.tsv"
+    conda:
+        "../envs/eval.yaml"
+    resources:
+        mem_mb=lambda w, attempt: 2000 * attempt,
+        runtime=10,
+    params:
+        provenance=REPORT_LINE,
+        widths=SERVED_WIDTHS,
+        tables={"serving_width": "widths"},
+        figures={},
         frames={},
     script:
         "../workflow/scripts/report.py"
@@ -472,3 +494,4 @@ rule ocsft:
         rules.teachers_table.output if TEACHER_STUDY else [],
         rules.label_budget_table.output if LABEL_BUDGET else [],
         rules.channels_table.output if CHANNEL_PROBES else [],
+        rules.serving_width_table.output if SERVED_WIDTHS else [],

@@ -91,6 +91,7 @@ rule report:
         rules.teachers_table.output if TEACHER_STUDY else [],
         rules.label_budget_table.output if LABEL_BUDGET else [],
         rules.channels_table.output if CHANNEL_PROBES else [],
+        rules.serving_width_table.output if SERVED_WIDTHS else [],
         # the compute plan beside the run (rules/plan.smk)
         rules.plan_check.output,
         # the papers' figures beside the run (rule reproduction, below)

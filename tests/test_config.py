@@ -310,3 +310,12 @@ def test_a_jobs_model_params_name_the_engine_only_where_it_is_not_the_default():
     assert cfg["models"]["toy-first-s1"]["engine"] == "transformers"
     assert pbconfig.model_settings(cfg, "toy-first-s1") == pbconfig.sorted_keys(before)
     assert pbconfig.model_settings(cfg, "toy-first-vllm")["engine"] == "vllm"
+
+
+def test_served_widths_are_the_checkpoints_read_at_several_window_widths():
+    """The serving-width table's rows, from the config: the default run reads tiny-ocsft at B = 1, 5 and 20 (and
+    no other checkpoint at two widths); the OC-SFT toy serves each checkpoint at one B, so it has no such table."""
+    default = pbconfig.load(REPO / "config" / "config.yaml", files=False)
+    served = {(w["checkpoint"], w["window"]) for w in pbconfig.served_widths(default)}
+    assert served == {("tiny-ocsft", 1), ("tiny-ocsft", 5), ("tiny-ocsft", 20)}
+    assert pbconfig.served_widths(pbconfig.load(REPO / "config" / "examples" / "ocsft-toy.yaml", files=False)) == []

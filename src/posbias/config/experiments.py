@@ -197,20 +197,24 @@ def stability_targets(config: dict) -> list[tuple[str, str, str, str]]:
 
 
 def served_widths(config: dict) -> list[dict]:
-    """Each pointwise scorer of the stability stage (debias none) on each dataset: the checkpoint it reads
-    (the models entry its ``path`` names, else itself; a seeded training entry's variant) and the window
-    width B it is served at there (the dataset's consumer window, else the model's ``grade_window``).
-    Several entries reading one checkpoint serve it at several B."""
-    out = []
+    """The pointwise scorers of the stability stage (debias none) that read one checkpoint at several window
+    widths B on one dataset and first stage (the serving-width table's rows; empty where no checkpoint is
+    served so): each with the checkpoint it reads (the models entry its ``path`` names, else itself; a seeded
+    training entry's variant) and its B there (the dataset's consumer window, else the model's
+    ``grade_window``)."""
+    served = []
     for model, dataset, retriever, method in stability_targets(config):
         spec = config["models"][model]
         if method != "none" or not is_pointwise(config, model):
             continue
         checkpoint = spec["path"] if spec.get("path") in config["models"] else model
-        out.append({"model": model, "dataset": dataset, "retriever": retriever,
-                    "checkpoint": variant_of(config.get("training", {}), checkpoint),
-                    "window": consumer_window(config, dataset) or spec["grade_window"]})
-    return out
+        served.append({"model": model, "dataset": dataset, "retriever": retriever,
+                       "checkpoint": variant_of(config.get("training", {}), checkpoint),
+                       "window": consumer_window(config, dataset) or spec["grade_window"]})
+    widths: dict[tuple, set[int]] = {}
+    for entry in served:
+        widths.setdefault((entry["checkpoint"], entry["dataset"], entry["retriever"]), set()).add(entry["window"])
+    return [e for e in served if len(widths[(e["checkpoint"], e["dataset"], e["retriever"])]) > 1]
 
 
 def listwise_datasets(config: dict) -> list[str]:

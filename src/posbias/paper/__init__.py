@@ -184,7 +184,7 @@ TABLES: dict[str, PaperTable] = {
         ("stability", "stability_queries", "variants", "references"), channels, rule="channels_table"),
     "serving_width": PaperTable(
         "One checkpoint served at several window widths B: quality, stability and latency (OC-SFT)",
-        ("stability", "widths"), serving_width, rule="frontier"),
+        ("stability", "widths"), serving_width, rule="serving_width_table"),
     "consumers": PaperTable(
         "OC-SFT consumers: decisions and their flips across presentations", ("decisions", "variants", "references"),
         decisions_table, rule="decisions_table"),

@@ -18,15 +18,14 @@ from posbias.paper.writers import Table, fmt
 
 
 def serving_width(stability: pl.DataFrame, widths: list[dict]) -> Table:
-    """Per checkpoint, dataset and B (``widths``: :func:`posbias.config.served_widths`), the plain scorer's
+    """Per checkpoint, dataset and B (``widths``: :func:`posbias.config.served_widths`, the checkpoints served at
+    several B), the plain scorer's
     (K = 1) nDCG@10 (canonical order and over shuffles), τ-PSI, retention Jaccard, calls and model seconds
     per query, and ``latency_saved``: 1 − seconds per query / those at B = 1 (NaN without a B = 1 row)."""
     served = pl.DataFrame(widths, schema={"model": pl.String, "dataset": pl.String, "retriever": pl.String,
                                           "checkpoint": pl.String, "window": pl.Int64})
-    several = served.group_by("checkpoint", "dataset", "retriever", maintain_order=True).agg(
-        pl.col("window").n_unique().alias("widths")).filter(pl.col("widths") > 1).drop("widths")
     rows = (stability.filter((pl.col("k") == 1) & (pl.col("budget") == FIXED) & (pl.col("debias") == "none"))
-            .join(served.join(several, on=["checkpoint", "dataset", "retriever"]), on=["model", "dataset", "retriever"])
+            .join(served, on=["model", "dataset", "retriever"])
             .group_by("checkpoint", "dataset", "retriever", "window", maintain_order=True)
             .agg(pl.col("ndcg10_canonical", "ndcg10", "tau_psi", "jaccard", "calls_per_query",
                         "seconds_per_query").mean())
