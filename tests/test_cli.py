@@ -117,3 +117,34 @@ def test_two_configs_run_side_by_side_each_in_its_directory(tmp_path):
     assert flat["model"] == biased["model"] == "sim"
     assert flat != biased  # each folder holds its own config's numbers
     assert (tmp_path / "flat" / "logs").is_dir() and (tmp_path / "biased" / "benchmarks").is_dir()
+
+
+def test_a_configs_relative_paths_are_read_from_where_the_command_runs(tmp_path):
+    """`posbias run CONFIG --directory DIR` with a dataset's files relative to the folder the command runs in: they
+    are made absolute in DIR/config.yaml (one line says so), so the run in DIR finds them (a dry run plans the
+    data jobs); an HF id and a path only DIR holds stay as written."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "topics.tsv").write_text("q1\tbm25 ranks\n")
+    (data / "qrels.txt").write_text("q1 0 d1 1\n")
+    (data / "corpus.tsv").write_text("d1\tbm25 ranks passages\nd2\tanother passage\n")
+    config = {"config_version": 2,
+              "datasets": {"mine": {"source": "trec", "topics": "data/topics.tsv", "qrels": "data/qrels.txt",
+                                    "corpus": "data/corpus.tsv", "retrievers": ["bm25"]}},
+              "models": {"hub": {"kind": "causal_lm", "path": "Qwen/Qwen3-0.6B", "mode": "first"}},
+              "retrievers": {"bm25": {"kind": "bm25"}}, "reranking": {"experiments": []}}
+    (tmp_path / "runs" / "mine").mkdir(parents=True)
+    copy = yaml.safe_load(yaml.safe_dump(config))
+    assert cli.resolved_paths(copy, tmp_path, tmp_path / "runs" / "mine") == ["data/topics.tsv", "data/qrels.txt",
+                                                                            "data/corpus.tsv"]
+    assert copy["datasets"]["mine"]["qrels"] == str(data / "qrels.txt")
+    assert copy["models"]["hub"]["path"] == "Qwen/Qwen3-0.6B"
+    path = tmp_path / "mine.yaml"
+    path.write_text(yaml.safe_dump(config))
+    out = subprocess.run([sys.executable, "-m", "posbias.cli", "run", str(path), "--directory", "runs/mine", "-n",
+                          "data"], capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
+    assert "posbias: run: 3 relative path(s) read from" in out.stderr
+    written = yaml.safe_load((tmp_path / "runs" / "mine" / "config.yaml").read_text())
+    assert written["datasets"]["mine"]["topics"] == str(data / "topics.tsv")
+    assert "prepare_texts" in out.stdout and "prepare_qrels" in out.stdout  # the data jobs, their files found

@@ -59,11 +59,50 @@ def snakemake_command(config: Path, directory: Path, extra: list[str]) -> list[s
             "--configfile", str(Path(config).resolve()), "--replace-workflow-config", *cores, *extra]
 
 
+def _local_paths(config: dict):
+    """(holder, key, path) of every local path a config may name: each dataset's files and runs, and a model's
+    folder or GGUF file (an HF id is left to the existence test of :func:`resolved_paths`)."""
+    from posbias.config.files import FILE_KEYS
+
+    for spec in (config.get("datasets") or {}).values():
+        yield from ((spec, key, spec[key]) for key in FILE_KEYS if isinstance(spec.get(key), str))
+        yield from ((run, "path", run["path"]) for run in (spec.get("runs") or {}).values() if "path" in run)
+    for spec in (config.get("models") or {}).values():
+        if isinstance(spec.get("path"), str):
+            yield spec, "path", spec["path"]
+        if isinstance(spec.get("gguf"), dict) and isinstance(spec["gguf"].get("path"), str):
+            yield spec["gguf"], "path", spec["gguf"]["path"]
+
+
+def resolved_paths(config: dict, base: Path, directory: Path) -> list[str]:
+    """Make each relative path of ``config`` that names something under ``base`` (the folder the command runs
+    from) absolute, in place, so a run in another ``directory`` reads the same files; a path that exists only
+    relative to ``directory`` (or an HF id) is left as written. Returns the paths it rewrote."""
+    rewritten = []
+    for holder, key, path in _local_paths(config):
+        if Path(path).is_absolute() or not (base / path).exists() or (directory / path).resolve() == (base / path).resolve():
+            continue
+        holder[key] = str((base / path).resolve())
+        rewritten.append(path)
+    return rewritten
+
+
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def run(ctx: typer.Context, config: Annotated[Path, typer.Argument(help="A workflow config (YAML).")],
         directory: Annotated[Path, typer.Option(help="Where results/, logs/ and benchmarks/ go.")] = Path(".")):
-    """Run the workflow on CONFIG; further arguments go to snakemake (e.g. -n, a target, --profile slurm)."""
+    """Run the workflow on CONFIG; further arguments go to snakemake (e.g. -n, a target, --profile slurm).
+    In another --directory, the config's relative file paths are read from the folder the command runs in: the
+    config, with those made absolute, is written to DIRECTORY/config.yaml and run from there."""
     readable(config)
+    if directory.resolve() != Path.cwd().resolve():
+        settings = yaml.safe_load(config.read_text())
+        rewritten = resolved_paths(settings, Path.cwd(), directory)
+        if rewritten:
+            directory.mkdir(parents=True, exist_ok=True)
+            config = directory / "config.yaml"
+            config.write_text(yaml.safe_dump(settings, sort_keys=False))
+            typer.echo(f"posbias: run: {len(rewritten)} relative path(s) read from {Path.cwd()} "
+                       f"(e.g. {rewritten[0]}); the config as run: {config}", err=True)
     raise typer.Exit(subprocess.call(snakemake_command(config, directory, list(ctx.args))))
 
 

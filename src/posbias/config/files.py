@@ -9,7 +9,7 @@ from posbias.config.params import sorted_keys
 from posbias.errors import PosbiasError
 from posbias.textfiles import require_file
 
-_FILE_KEYS = ("path", "topics", "qrels", "corpus", "answers", "candidates")
+FILE_KEYS = ("path", "topics", "qrels", "corpus", "answers", "candidates")  # a dataset's keys naming files
 
 
 # What a dataset entry says about other stages (which retrievers run on it, their prebuilt indexes,
@@ -27,7 +27,7 @@ def named_files(spec: dict) -> list[tuple[str, str, str]]:
                 ("path", "qrels", str(root / "qrels" / f"{spec['split']}.tsv"))]
     whats = {"path": spec["source"], "topics": "topics", "qrels": "qrels", "corpus": "corpus", "answers": "answers",
              "candidates": "candidates"}
-    return ([(k, whats[k], spec[k]) for k in _FILE_KEYS if k in spec]
+    return ([(k, whats[k], spec[k]) for k in FILE_KEYS if k in spec]
             + [(f"runs.{name}", "run", r["path"]) for name, r in spec.get("runs", {}).items()])
 
 
