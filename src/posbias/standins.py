@@ -95,9 +95,10 @@ def _zephyr_tokenizer(folder: Path):
         chat_template=ZEPHYR_TEMPLATE, model_max_length=32768)
 
 
-def _qwen_tokenizer(folder: Path, specials: tuple[str, ...], template: str):
-    from tokenizers import AddedToken
-    from transformers import PreTrainedTokenizerFast
+@functools.lru_cache(maxsize=1)
+def _qwen_backend() -> str:
+    """Qwen2's byte-level BPE as a `tokenizers` JSON, converted once per process: the conversion of the 151,643
+    ranks takes seconds, and the Qwen2.5 and Qwen3 stand-ins share it (their special tokens differ)."""
     from transformers.convert_slow_tokenizer import TikTokenConverter
 
     ranks = package_file("qwen_tokenizer", "resources", "qwen.tiktoken")
@@ -107,6 +108,14 @@ def _qwen_tokenizer(folder: Path, specials: tuple[str, ...], template: str):
     if backend.get_vocab_size() != QWEN_FIRST_SPECIAL:
         raise PosbiasError(f"stand-in tokenizer: {ranks} holds {backend.get_vocab_size()} ranks, Qwen2 has "
                            f"{QWEN_FIRST_SPECIAL}; reinstall qwen-tokenizer (requirements/test.txt pins it)")
+    return backend.to_str()
+
+
+def _qwen_tokenizer(folder: Path, specials: tuple[str, ...], template: str):
+    from tokenizers import AddedToken, Tokenizer
+    from transformers import PreTrainedTokenizerFast
+
+    backend = Tokenizer.from_str(_qwen_backend())
     backend.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in specials])
     return PreTrainedTokenizerFast(tokenizer_object=backend, eos_token="<|im_end|>", pad_token="<|endoftext|>",
                                    chat_template=template, model_max_length=32768, clean_up_tokenization_spaces=False)
