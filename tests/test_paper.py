@@ -98,21 +98,25 @@ def _curve(model, values, debias="none"):
                             for end, d in (("lo", -0.05), ("hi", 0.05))}})
 
 
-def _summary(model, original, shuffled):
-    return pl.DataFrame({"model": [model], "dataset": ["d"], "retriever": ["bm25"], "debias": ["none"],
+def _summary(model, original, shuffled, debias="none"):
+    return pl.DataFrame({"model": [model], "dataset": ["d"], "retriever": ["bm25"], "debias": [debias],
                          "ndcg10_original": [original], "ndcg10_shuffled_mean": [shuffled]})
 
 
 def test_position_bias_spread_over_seeds_and_single_models():
     curves = pl.concat([_curve("m-s1", [1.0, 0.9, 0.0]), _curve("m-s2", [1.0, 0.5, 0.2]),
                         _curve("flat", [0.7, 0.7, 0.7]), _curve("flat", [0.1, 0.9, 0.1], debias="capcal")])
-    summaries = pl.concat([_summary("m-s1", 0.9, 0.5), _summary("m-s2", 0.8, 0.3), _summary("flat", 0.7, 0.7)])
+    # flat's CapCal reading has a curve and a summary: a row of its own, after the plain one; permsc@3 has no curve
+    summaries = pl.concat([_summary("flat", 0.6, 0.6, "capcal"), _summary("m-s1", 0.9, 0.5), _summary("m-s2", 0.8, 0.3),
+                           _summary("flat", 0.7, 0.7), _summary("flat", 0.7, 0.7, "permsc@3")])
     table = paper.position_bias(summaries, curves, TRAINING)
-    rows = {r["model"]: r for r in table.data.iter_rows(named=True)}
+    assert table.data.select("model", "debias").rows() == [("m", "none"), ("flat", "none"), ("flat", "capcal")]
+    assert table.data.row(2, named=True)["spread"] == pytest.approx(0.8)
+    rows = {r["model"]: r for r in table.data.filter(pl.col("debias") == "none").iter_rows(named=True)}
     assert rows["m"]["spread"] == pytest.approx(0.9) and rows["m"]["spread_sd"] == pytest.approx(math.sqrt(0.02))
     assert rows["m"]["ndcg10_shuffled"] == pytest.approx(0.4) and rows["m"]["positions"] == 3
     assert rows["flat"]["spread"] == 0 and math.isnan(rows["flat"]["spread_sd"]) and rows["flat"]["seeds"] == 1
-    view = {r["model"]: r for r in table.view.iter_rows(named=True)}
+    view = {r["model"]: r for r in table.view.iter_rows(named=True) if r["method"] == "none"}
     assert view["flat"]["curve spread (nDCG@10)"] == "0.000" and "±" in view["m"]["nDCG@10 shuffled"]
 
 
