@@ -135,7 +135,7 @@ def test_a_configs_relative_paths_are_read_from_where_the_command_runs(tmp_path)
               "retrievers": {"bm25": {"kind": "bm25"}}, "reranking": {"experiments": []}}
     (tmp_path / "runs" / "mine").mkdir(parents=True)
     copy = yaml.safe_load(yaml.safe_dump(config))
-    assert cli.resolved_paths(copy, tmp_path, tmp_path / "runs" / "mine") == ["data/topics.tsv", "data/qrels.txt",
+    assert cli.resolved_paths(copy, tmp_path) == ["data/topics.tsv", "data/qrels.txt",
                                                                             "data/corpus.tsv"]
     assert copy["datasets"]["mine"]["qrels"] == str(data / "qrels.txt")
     assert copy["models"]["hub"]["path"] == "Qwen/Qwen3-0.6B"

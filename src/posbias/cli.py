@@ -74,13 +74,14 @@ def _local_paths(config: dict):
             yield spec["gguf"], "path", spec["gguf"]["path"]
 
 
-def resolved_paths(config: dict, base: Path, directory: Path) -> list[str]:
+def resolved_paths(config: dict, base: Path) -> list[str]:
     """Make each relative path of ``config`` that names something under ``base`` (the folder the command runs
-    from) absolute, in place, so a run in another ``directory`` reads the same files; a path that exists only
-    relative to ``directory`` (or an HF id) is left as written. Returns the paths it rewrote."""
+    from) absolute, in place, so a run in another directory reads the same files; a path that does not exist
+    under ``base`` (one only the run's directory holds, or an HF id) is left as written. Returns the paths it
+    rewrote."""
     rewritten = []
     for holder, key, path in _local_paths(config):
-        if Path(path).is_absolute() or not (base / path).exists() or (directory / path).resolve() == (base / path).resolve():
+        if Path(path).is_absolute() or not (base / path).exists():
             continue
         holder[key] = str((base / path).resolve())
         rewritten.append(path)
@@ -96,7 +97,7 @@ def run(ctx: typer.Context, config: Annotated[Path, typer.Argument(help="A workf
     readable(config)
     if directory.resolve() != Path.cwd().resolve():
         settings = yaml.safe_load(config.read_text())
-        rewritten = resolved_paths(settings, Path.cwd(), directory)
+        rewritten = resolved_paths(settings, Path.cwd())
         if rewritten:
             directory.mkdir(parents=True, exist_ok=True)
             config = directory / "config.yaml"
