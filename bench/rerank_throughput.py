@@ -19,8 +19,8 @@ from the First path at two passage lengths (seconds = calls · call_s + tokens /
 for the two unknowns), the generation path's seconds per decoding step and window beyond its prompt,
 the time ``from_pretrained`` takes (vLLM: the engine's start-up, once), and the simulated reranker's seconds
 per window; ``--engine`` says whose row. The cpu-2core rows come from the default run's own models, one
-thread, after ``./posbias.sh demo`` (vLLM's CPU attention needs heads of 32 dimensions or more, so its row
-is toy-lm's alone)::
+thread, after ``./posbias.sh demo`` (and ``./posbias.sh vllm`` for ``--engine vllm``; vLLM's CPU attention
+needs heads of 32 dimensions or more, so its row is toy-lm's alone)::
 
     python bench/rerank_throughput.py --row-only --threads 1 --model results/models/tiny-first \\
         --corpus results/data/synthetic/corpus.parquet --words 50

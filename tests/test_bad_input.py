@@ -399,7 +399,7 @@ CASES = [
     ("vllm-on-grades", "imported", _reader(mode="grades", engine="vllm"), {},
      "models.lm.engine vllm: mode grades runs on transformers only", "early"),
     ("vllm-python-missing", "imported", _reader(engine="vllm", vllm={"python": "/nonexistent/bin/python"}), {},
-     "models.lm.vllm.python /nonexistent/bin/python does not exist; run ./posbias.sh demo", "early"),
+     "models.lm.vllm.python /nonexistent/bin/python does not exist; run ./posbias.sh vllm", "early"),
     ("gguf-and-path", "imported", _reader(build=None, path="lm-folder", gguf=SMOLLM2_GGUF), {},
      "models.lm.gguf: the entry also has `path`; give one source", "early"),
     ("gguf-on-encoder", "imported", lambda c: _set(c, "models.enc", {"kind": "encoder", "gguf": SMOLLM2_GGUF}), {},

@@ -118,7 +118,7 @@ def check_settings(config: dict, files: bool = True) -> None:
         python = worker_python(model.get("vllm", defaults("models", "vllm"))["python"])
         if files and engine and model["engine"] == "vllm" and not python.is_file():
             raise ValueError(f"config: models.{name}.vllm.python {python} does not "
-                             "exist; run ./posbias.sh demo (it creates .venv-vllm) or point it at an environment "
+                             "exist; run ./posbias.sh vllm (it creates .venv-vllm) or point it at an environment "
                              "with vLLM (docs/usage.md, 'The vLLM engine')")
     rr = config["reranking"]
     if rr["step"] > rr["window"]:

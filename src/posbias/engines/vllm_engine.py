@@ -107,7 +107,7 @@ class VllmEngine(Engine):
         python = worker_python(self.spec.vllm["python"])
         if not python.is_file():
             raise PosbiasError(f"models entry {self.spec.path}: vllm.python {python} does not exist; run "
-                               "./posbias.sh demo (it creates .venv-vllm) or point vllm.python at an environment "
+                               "./posbias.sh vllm (it creates .venv-vllm) or point vllm.python at an environment "
                                "with vLLM (docs/usage.md, 'The vLLM engine')")
         self._python = python
         # no usage report to stats.vllm.ai: compute nodes are often offline, and a job sends nowhere
