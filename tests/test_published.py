@@ -12,6 +12,7 @@ import polars as pl
 import pytest
 import yaml
 
+from posbias import publish
 from tests.conftest import REPO
 
 RESULTS = REPO / "docs" / "results"
@@ -24,10 +25,12 @@ MODES = "real-llms-modes"
 GRADES = "real-llms-grades"
 # The fine-tuning study (tests/test_real_finetune.py reruns its slice), its table in docs/results.md
 FINETUNE = "real-finetune"
+# The fourth stage (number identifiers, slot rotation, CapCal on the Grades slots), its table in docs/results.md
+SLOTS = "real-llms-slots"
 # OC-SFT's claim at toy scale (tests/test_run_ocsft_toy.py checks its claims and reruns its slice)
 OCSFT_TOY = "ocsft-toy"
-PUBLISHED = {**STUDIES, MODES: "real-llms-modes.yaml", GRADES: "real-llms-grades.yaml", FINETUNE: "real-finetune.yaml",
-             OCSFT_TOY: "ocsft-toy.yaml"}
+PUBLISHED = {**STUDIES, MODES: "real-llms-modes.yaml", GRADES: "real-llms-grades.yaml", SLOTS: "real-llms-slots.yaml",
+             FINETUNE: "real-finetune.yaml", OCSFT_TOY: "ocsft-toy.yaml"}
 
 
 @pytest.mark.parametrize("study", PUBLISHED)
@@ -203,6 +206,66 @@ def test_the_results_page_shows_the_third_stages_numbers():
     missing = [row for row in grades_rows() if row not in page]
     assert not missing, "docs/results.md's third-stage table is not the published one; it gives:\n" + "\n".join(
         grades_rows())
+
+
+# The fourth stage's readers, in its table's order: (its models entry minus the model's name, debias) and the label
+SLOT_READERS = {("", "none"): "FIRST, letters", ("", "roundrobin@2"): "FIRST, letters, slot rotation ×2",
+                ("-numbers", "none"): "FIRST, numbers", ("-grades", "none"): "Grades",
+                ("-grades", "capcal@exact"): "Grades, CapCal on its slots (α = 1)"}
+
+
+def slots_rows() -> list[str]:
+    """docs/results.md's table of the fourth stage: one row per model and reader (:data:`SLOT_READERS`), the rerank
+    table's columns and the claims of the reader's experiment (a debiased row has none of its own: "–")."""
+    folder = RESULTS / SLOTS
+    cells = {(r["model"], r["debias"]): r for r in pl.read_csv(folder / "tables" / "rerank.csv").to_dicts()}
+    claims = {(r["model"], r["claim"]): r for r in pl.read_csv(folder / "tables" / "claims.csv").to_dicts()}
+    names = {"smollm2": "SmolLM2-135M-Instruct", "gemma3": "Gemma-3-270M (base)"}
+
+    def claim(model, debias, name) -> str:
+        r = claims.get((model, name))
+        if debias != "none" or r is None or r["mark"] == "not run":
+            return "–"
+        return f"{r['mark']} ({r['effect']:+.3f}, p = {r['p']:.2g})"
+
+    rows = ["| DL19, 10 queries | reader | nDCG@10 original | nDCG@10 3 shuffles (mean ± sd) | τ-PSI | relevant passage "
+            "at input position 1 / 20 (nDCG@10); PSI | model calls per query | claim: shuffling-lowers-quality | "
+            "claim: late-positions-lose |", "|---|---|---|---|---|---|---|---|---|"]
+    for base, name in names.items():
+        for (suffix, debias), label in SLOT_READERS.items():
+            model = base + suffix
+            r = cells[(model, debias)]
+            curve = "–" if r["curve_first"] != r["curve_first"] else (
+                f"{number(r['curve_first'])} / {number(r['curve_last'])}; {number(r['psi'])}")
+            rows.append(f"| {name} | {label} | {number(r['ndcg10_original'])} | "
+                        f"{number(r['ndcg10_shuffled_mean'])} ± {number(r['ndcg10_shuffled_sd'])} | {number(r['tau_psi'])} | "
+                        f"{curve} | {number(r['calls_per_query'], 1)} | {claim(model, debias, 'shuffling-lowers-quality')} | "
+                        f"{claim(model, debias, 'late-positions-lose')} |")
+    return rows
+
+
+def test_the_results_page_shows_the_fourth_stages_numbers():
+    page = (REPO / "docs" / "results.md").read_text()
+    missing = [row for row in slots_rows() if row not in page]
+    assert not missing, "docs/results.md's fourth-stage table is not the published one; it gives:\n" + "\n".join(
+        slots_rows())
+
+
+def test_the_fourth_stages_plain_readings_are_the_earlier_stages_cells():
+    """The fourth stage reran the letters' and the Grades scorer's plain readings (same seed, orders, word budget and
+    queries): every per-query value must equal the first stage's (letters, both models) and the third stage's
+    (Grades), published from other runs at other commits, so the stages are one study."""
+    slots = pl.read_csv(RESULTS / SLOTS / publish.PER_QUERY).filter(pl.col("debias") == "none")
+    earlier = {("smollm2", "real-llms-first", "smollm2"), ("gemma3", "real-llms-first-gemma3", "gemma3"),
+               ("smollm2-grades", GRADES, "smollm2"), ("gemma3-grades", GRADES, "gemma3")}
+    for model, study, theirs in sorted(earlier):
+        mine = slots.filter(pl.col("model") == model).drop("model")
+        other = pl.read_csv(RESULTS / study / publish.PER_QUERY).filter(
+            (pl.col("model") == theirs) & (pl.col("debias") == "none")).drop("model")
+        joined = mine.join(other, on=["dataset", "retriever", "order", "debias", "query_id", "measure"], how="left")
+        assert joined.height == mine.height > 0 and joined["value_right"].null_count() == 0, (model, study)
+        worst = (joined["value"] - joined["value_right"]).abs().max()
+        assert worst < 1e-9, f"{model}: differs from {study}'s {theirs} by up to {worst}"
 
 
 def finetune_rows() -> list[str]:
