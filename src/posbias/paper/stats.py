@@ -2,8 +2,7 @@
 
 Paired two-sided Wilcoxon signed-rank tests over queries (``scipy.stats.wilcoxon``; zero
 differences dropped, ``zero_method="wilcox"``), Holm-corrected within the family stated in each
-table's notes (``scipy.stats.false_discovery_control`` does Benjamini–Hochberg only, so
-:func:`holm` implements Holm's step-down, which is four lines).
+table's notes (statsmodels' ``multipletests``, method ``holm``).
 """
 
 from __future__ import annotations
@@ -17,16 +16,16 @@ ALPHA = 0.05
 
 
 def holm(pvalues: list[float]) -> list[float]:
-    """Holm–Bonferroni adjusted p-values (step-down, monotone, capped at 1); NaN stays NaN."""
-    indexed = [(p, i) for i, p in enumerate(pvalues) if not math.isnan(p)]
-    indexed.sort()
-    adjusted = [math.nan] * len(pvalues)
-    running = 0.0
-    m = len(indexed)
-    for rank, (p, i) in enumerate(indexed):
-        running = max(running, min(1.0, (m - rank) * p))
-        adjusted[i] = running
-    return adjusted
+    """Holm–Bonferroni adjusted p-values (step-down, monotone, capped at 1) over the family of the p-values that
+    are not NaN (a test that could not run is not counted); NaN stays NaN."""
+    from statsmodels.stats.multitest import multipletests
+
+    values = np.asarray(pvalues, dtype=float)
+    tested = ~np.isnan(values)
+    adjusted = np.full(len(values), math.nan)
+    if tested.any():
+        adjusted[tested] = multipletests(values[tested], method="holm")[1]
+    return adjusted.tolist()
 
 
 def paired_pvalue(a: np.ndarray, b: np.ndarray) -> float:
