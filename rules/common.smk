@@ -8,7 +8,7 @@ from snakemake.exceptions import WorkflowError
 
 from posbias import config as pbconfig
 from posbias import consumers, debias, gguf, methods, orders, paper, paths, reproduction, schemas
-from posbias.rerankers import modes
+from posbias.rerankers import model_kinds, modes
 from posbias.retrieval import kinds
 from posbias.training import families
 from posbias import plan as pbplan
@@ -192,7 +192,7 @@ PROPENSITY = config["propensity"]
 def reranker_model_input(model):
     """The folder a reranker needs built or trained first (its own, or the one its `path` names)."""
     spec = config["models"][model]
-    if spec["kind"] == "simulated":
+    if not model_kinds.of(spec).weights:
         return []
     if pbconfig.made_here(spec):
         return [paths.model(model)]
@@ -206,7 +206,7 @@ def reranker_model_input(model):
 def model_gpus(model):
     """GPUs a job running ``model`` asks SLURM for: 1 for a language model with `device: cuda`, else 0."""
     spec = config["models"].get(model, {})
-    return int(config["device"].startswith("cuda") and spec.get("kind") not in (None, "simulated"))
+    return int(config["device"].startswith("cuda") and bool(spec) and model_kinds.of(spec).weights)
 
 
 @one_line
@@ -217,7 +217,7 @@ def retriever_gpus(wildcards):
 
 @one_line
 def reranker_model_path(model):
-    if config["models"][model]["kind"] == "simulated":
+    if not model_kinds.of(config["models"][model]).weights:
         return None
     return resolve_model(model, config["models"])
 
@@ -324,7 +324,7 @@ def stability_combine(wildcards):
 def reader_settings():
     """The QA reader's entry and its path resolved (a models entry, a local folder or an HF id)."""
     spec = config["readers"][READER]
-    path = resolve_model(spec["path"], config["models"]) if spec["kind"] == "causal_lm" else None
+    path = resolve_model(spec["path"], config["models"]) if model_kinds.of(spec).weights else None
     return {"spec": pbconfig.sorted_keys(spec), "path": path}
 
 

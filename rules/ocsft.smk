@@ -96,7 +96,7 @@ rule decisions:
             lambda w: int(
                 config["device"].startswith("cuda")
                 and pbconfig.needs_reader(config, w.dataset)
-                and config["readers"][READER]["kind"] == "causal_lm"
+                and model_kinds.of(config["readers"][READER]).weights
             )
         ),
     params:

@@ -117,6 +117,22 @@ def test_every_mode_is_in_the_schema_and_its_classes_match_its_family():
             assert cls.from_config is not Reranker.from_config, (name, kind)
 
 
+def test_every_model_kind_and_simulated_prior_is_in_the_schema():
+    """The schema's models `kind` and simulated `prior` enums are the registries' names; the kinds that rerank are
+    those a reranker mode has classes for, and a prompted kind has weights."""
+    from posbias.rerankers import model_kinds, simulated
+
+    entry = config.schema_node("models")["additionalProperties"]["properties"]
+    assert entry["kind"]["enum"] == list(model_kinds.MODEL_KINDS)
+    assert entry["prior"]["enum"] == list(simulated.PRIORS)
+    for mode in modes.MODES.values():
+        assert set(mode.classes) == {n for n, k in model_kinds.MODEL_KINDS.items() if k.reranks}
+    assert all(k.weights for k in model_kinds.MODEL_KINDS.values() if k.prompted)
+    assert model_kinds.named("reranks") == "causal_lm or simulated"
+    with pytest.raises(ValueError, match="model kind 'lstm' is unknown; use one of: encoder"):
+        model_kinds.get("lstm")
+
+
 def test_a_debias_wrapper_keeps_the_base_capabilities():
     from posbias.rerankers.simulated import SimulatedGrader
 

@@ -29,7 +29,7 @@ from posbias.config.messages import check_duplicate_keys, explain_config
 from posbias.config.schema_defaults import defaults, schema
 from posbias.engines.python import worker_python
 from posbias.errors import PosbiasError
-from posbias.rerankers import modes
+from posbias.rerankers import model_kinds, modes
 from posbias.retrieval import kinds
 
 
@@ -79,8 +79,8 @@ def check_gguf(name: str, spec: dict, files: bool) -> None:
     if block is None:
         return
     where = f"config: models.{name}.gguf"
-    if spec["kind"] != "causal_lm":
-        raise ValueError(f"{where}: a GGUF file is a causal LM; set kind: causal_lm or drop `gguf`")
+    if not model_kinds.of(spec).prompted:
+        raise ValueError(f"{where}: a GGUF file is a causal LM; set kind: {model_kinds.named('prompted')} or drop `gguf`")
     if spec.get("path") or spec.get("build"):
         raise ValueError(f"{where}: the entry also has `{'path' if spec.get('path') else 'build'}`; give one source")
     ways = [way for way in (("path",), ("package", "file"), ("package", "assemble")) if all(block.get(k) for k in way)]
@@ -111,7 +111,7 @@ def check_settings(config: dict, files: bool = True) -> None:
                 raise ValueError(f"config: training.{name}.hyper.deepspeed: {deepspeed} is not a file; give the "
                                  "path of a DeepSpeed JSON config (or null)")
     for name, model in config["models"].items():
-        engine = engines.ENGINES[model["engine"]] if model["kind"] == "causal_lm" else None
+        engine = engines.ENGINES[model["engine"]] if model_kinds.of(model).prompted else None
         if engine and model["mode"] not in engine.modes:
             raise ValueError(f"config: models.{name}.engine {model['engine']}: mode {model['mode']} runs on "
                              f"transformers only ({engine.why_not}); set engine: transformers")
@@ -220,8 +220,9 @@ def check_experiments(config: dict) -> None:
     for i, e in enumerate(config["reranking"]["experiments"]):
         where = f"reranking.experiments[{i}]"
         model = config["models"].get(e["model"])
-        if model is None or model["kind"] not in ("causal_lm", "simulated"):
-            raise ValueError(f"config: {where}.model {e['model']!r} is not a models entry of kind causal_lm or simulated")
+        if model is None or not model_kinds.of(model).reranks:
+            raise ValueError(f"config: {where}.model {e['model']!r} is not a models entry of kind "
+                             f"{model_kinds.named('reranks')}")
         family = modes.family(model)
         for key in ("debias", "position_debias"):
             for name in e.get(key, []):

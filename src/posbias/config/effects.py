@@ -7,6 +7,7 @@ from __future__ import annotations
 from posbias import methods, orders
 from posbias.config.experiments import orders_of, silver_window
 from posbias.config.schema_defaults import defaults
+from posbias.rerankers import model_kinds, modes
 
 
 def _shuffled_orders(config: dict) -> dict[int, int]:
@@ -50,7 +51,7 @@ def notices(config: dict) -> list[str]:
                    f"more than the cap {stuck}: those adaptive rows can never stop early")
     vllm = defaults("models", "vllm")
     for name, model in config["models"].items():
-        if model["kind"] == "causal_lm" and model["engine"] != "vllm" and model.get("vllm", vllm) != vllm:
+        if model_kinds.of(model).prompted and model["engine"] != "vllm" and model.get("vllm", vllm) != vllm:
             out.append(f"models.{name}.vllm sets the vLLM engine's options but models.{name}.engine is "
                        f"{model['engine']}: they are not used (set engine: vllm to use them)")
     for name, run in config.get("training", {}).items():
@@ -74,14 +75,17 @@ def ignored_setting(config) -> str | None:
         if not isinstance(model, dict):
             continue
         mode = model.get("mode", "first")
-        if model.get("kind") == "causal_lm" and mode == "grades" and "identifiers" in model:
+        kind, read_as = model_kinds.MODEL_KINDS.get(model.get("kind")), modes.MODES.get(mode)
+        if kind is None or read_as is None:  # the schema's message comes later
+            continue
+        if kind.prompted and read_as.family == "pointwise" and "identifiers" in model:
             return (f"config: models.{name}.identifiers: the Grades scorer (mode grades) marks each passage with a "
                     "slot marker and reads grades, not identifiers, so it would be ignored; remove it")
-        if model.get("kind") == "causal_lm" and mode != "grades" and "grade_window" in model:
+        if kind.prompted and read_as.family != "pointwise" and "grade_window" in model:
             return (f"config: models.{name}.grade_window sets a Grades scorer's window, but mode {mode} reads "
                     "windows of reranking.window passages, so it would be ignored; remove it or set "
                     "reranking.window")
-        if model.get("kind") == "simulated" and "engine" in model:
+        if not kind.weights and "engine" in model:
             return (f"config: models.{name}.engine: a simulated scorer runs no model, so the engine would be "
                     "ignored; remove it")
     for name, run in (config.get("training") or {}).items():

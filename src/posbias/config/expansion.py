@@ -13,7 +13,7 @@ from posbias.config.experiments import (
     silver_teacher,
     variant_of,
 )
-from posbias.rerankers import modes
+from posbias.rerankers import model_kinds, modes
 from posbias.training import families
 
 
@@ -155,8 +155,9 @@ def _register(config: dict, name: str, run: dict) -> None:
     except ValueError as exc:
         raise ValueError(f"{where}.hyper.{exc}") from None
     base = config["models"].get(run["base_model"])
-    if base is None or base["kind"] != "causal_lm":
-        raise ValueError(f"{where}.base_model {run['base_model']!r} is not a models entry of kind causal_lm")
+    if base is None or not model_kinds.of(base).prompted:
+        raise ValueError(f"{where}.base_model {run['base_model']!r} is not a models entry of kind "
+                         f"{model_kinds.named('prompted')}")
     if base.get("adapters"):
         raise ValueError(f"{where}.base_model {run['base_model']!r} was saved as LoRA adapters alone "
                          f"(training.{run['base_model']}.hyper.lora.merge: false); set merge: true to train on from it")
@@ -199,8 +200,8 @@ def _register(config: dict, name: str, run: dict) -> None:
 def _check_propensity(config: dict) -> None:
     prop = config.get("propensity", {})
     if prop.get("model"):
-        if prop["model"] not in config["models"] or config["models"][prop["model"]]["kind"] not in ("causal_lm", "simulated"):
-            raise ValueError(f"config: propensity.model {prop['model']!r} is not a causal_lm or simulated model")
+        if prop["model"] not in config["models"] or not model_kinds.of(config["models"][prop["model"]]).reranks:
+            raise ValueError(f"config: propensity.model {prop['model']!r} is not a {model_kinds.named('reranks')} model")
         if prop.get("dataset") not in config["datasets"]:
             raise ValueError(f"config: propensity.dataset {prop.get('dataset')!r} is not a datasets entry")
         if prop["retriever"] not in dataset_retrievers(config, prop["dataset"]):

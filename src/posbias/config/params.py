@@ -16,6 +16,7 @@ from posbias.config.experiments import (
     variant_of,
 )
 from posbias.config.schema_defaults import model_defaults
+from posbias.rerankers import model_kinds
 from posbias.training import families
 
 
@@ -31,7 +32,7 @@ def rerank_settings(config: dict, model: str, dataset: str, retriever: str, meth
            "window": rr["window"], "step": rr["step"], "debias": debias.options(rr, method)}
     if part.startswith(orders.prefix("position")):
         out |= {"relevant_grade": relevant_grade(config, dataset), "position_k": rr["position_k"]}
-    if config["models"][model]["kind"] == "causal_lm":
+    if model_kinds.of(config["models"][model]).prompted:
         out["word_budget"] = experiment.get("word_budget", rr["word_budget"])
     if is_pointwise(config, model) and consumer_window(config, dataset):
         out["grade_window"] = consumer_window(config, dataset)

@@ -17,7 +17,7 @@ from posbias.errors import PosbiasError
 from posbias.models import resolve
 from posbias.plan.token_counters import RULE_OF_THUMB, MemoTokenizer, RuleOfThumbTokenizer
 from posbias.rerank import Experiment, present_candidates, rerank, rerank_order, window_of
-from posbias.rerankers import Window
+from posbias.rerankers import Window, model_kinds
 from posbias.training import families
 from posbias.training.spec import check_warmup
 
@@ -79,7 +79,7 @@ def counting_reranker(config: dict, model: str, grades: dict, word_budget: int |
     from posbias.rerankers.lm import LMSpec, load
 
     spec = config["models"][model]
-    if spec["kind"] == "simulated":
+    if not model_kinds.of(spec).weights:
         return Counting(rerankers.build(spec, None, grades, config["seed"], "cpu", word_budget), True, SIMULATED)
     path = _model_path(config, tokenizer_source(config, model), root)
     tokenizers = {} if tokenizers is None else tokenizers
@@ -137,7 +137,7 @@ def inputs(config: dict) -> list[str]:
             files.append(paths.data(run["data"], "listwise"))
     for m in sorted(models):
         source = tokenizer_source(config, m)
-        if config["models"][source].get("kind") == "causal_lm":
+        if model_kinds.of(config["models"][source]).prompted:
             try:
                 path = resolve(source, config["models"])
             except PosbiasError as exc:
@@ -211,7 +211,7 @@ def plan_rerank(config: dict, root: Path, scale=_unit, tokenizers: dict | None =
             # model reads none (simulated) or every list fits one window
             one_window = base.pointwise or all(len(c.doc_ids) <= window_of(base, settings)
                                                for c in shown.lists)
-            reads_tokens = config["models"][m]["kind"] == "causal_lm"
+            reads_tokens = model_kinds.of(config["models"][m]).prompted
             out.append(_row("rerank", m, d, r, debias, name, f"{d}/{r}/{debias}.{part}", len(shown.lists), cost,
                             not base.decodes, counting, scale(d, settings["queries"]),
                             one_window or not reads_tokens))

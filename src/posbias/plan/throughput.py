@@ -15,7 +15,7 @@ from posbias import config as pbconfig
 from posbias import engines
 from posbias.errors import PosbiasError
 from posbias.plan.counting import _model_path, tokenizer_source
-from posbias.rerankers import modes
+from posbias.rerankers import model_kinds, modes
 
 WORKFLOW = Path(__file__).resolve().parents[3]  # the checkout: config/throughput.yaml ships there
 
@@ -120,7 +120,7 @@ def model_params_b(config: dict, model: str, root: Path) -> float | None:
     """Parameters (billions) of a causal LM: counted from its ``config.json`` where it is on disk (no
     weights loaded), else the entry's ``params_b``; None for a simulated model."""
     spec = config["models"][model]
-    if spec["kind"] == "simulated":
+    if not model_kinds.of(spec).weights:
         return None
     if spec.get("params_b"):
         return spec["params_b"]

@@ -31,22 +31,27 @@ from posbias import config
 from posbias.permute import derive_seed
 from posbias.rerankers.base import BuildContext, Reranker, Window, WindowResult, by_score
 
-PRIORS = ("none", "linear", "primacy", "u_shaped")
+def _centred_square(p: np.ndarray, k: int) -> np.ndarray:
+    c = (k - 1) / 2.0
+    return ((p - c) / c) ** 2
+
+
+# The positional priors over input positions p = 0 … k−1 of a window of k > 1 (higher = favoured), by name;
+# config/schema.yaml's `prior` enum lists the same names (a test checks)
+PRIORS = {
+    "none": lambda p, k: np.zeros(k),
+    "linear": lambda p, k: 1.0 - p / (k - 1),
+    "primacy": lambda p, k: np.exp(-p / 2.0),
+    "u_shaped": _centred_square,
+}
 
 
 def prior(kind: str, k: int) -> np.ndarray:
-    """The positional prior over input positions 0 … k−1 (higher = favoured)."""
-    p = np.arange(k, dtype=float)
-    if kind == "none" or k == 1:
-        return np.zeros(k)
-    if kind == "linear":
-        return 1.0 - p / (k - 1)
-    if kind == "primacy":
-        return np.exp(-p / 2.0)
-    if kind == "u_shaped":
-        c = (k - 1) / 2.0
-        return ((p - c) / c) ** 2
-    raise ValueError(f"unknown positional prior {kind!r}; use one of {PRIORS}")
+    """The positional prior ``kind`` (:data:`PRIORS`) over input positions 0 … k−1 (higher = favoured); flat
+    for a window of one."""
+    if kind not in PRIORS:
+        raise ValueError(f"unknown positional prior {kind!r}; use one of {', '.join(PRIORS)}")
+    return np.zeros(k) if k == 1 else PRIORS[kind](np.arange(k, dtype=float), k)
 
 
 _DEFAULTS = config.model_defaults("simulated")
@@ -68,7 +73,7 @@ class SimulatedReranker(Reranker):
                  relevance_weight: float = _DEFAULTS["relevance_weight"], seed: int = 0,
                  bias_space: str = _DEFAULTS["bias_space"]):
         if prior not in PRIORS:
-            raise ValueError(f"unknown positional prior {prior!r}; use one of {PRIORS}")
+            raise ValueError(f"unknown positional prior {prior!r}; use one of {', '.join(PRIORS)}")
         if bias_space not in ("score", "probability"):
             raise ValueError(f"bias_space must be 'score' or 'probability', not {bias_space!r}")
         if bias_space == "probability" and not 0.0 <= strength <= 1.0:
