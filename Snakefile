@@ -47,34 +47,6 @@ REPRODUCTION_CSV = "results/tables/reproduction.csv"
 include: "rules/common.smk"
 
 
-# Small table, figure and target jobs run on the submitting host, not through the cluster's queue.
-localrules:
-    all,
-    data,
-    retrieval,
-    evaluation,
-    reranking,
-    propensity,
-    training,
-    ocsft,
-    report,
-    retrieval_table,
-    rerank_tables,
-    augmentation_report,
-    stability_table,
-    teachers_table,
-    label_budget_table,
-    frontier,
-    channels_table,
-    serving_width_table,
-    decisions_table,
-    pool_figures,
-    paper_table,
-    paper_figure,
-    plan_check,
-    reproduction,
-
-
 wildcard_constraints:
     dataset=alternation(DATASETS),
 
@@ -101,6 +73,7 @@ rule all:
         rules.training.input,
         rules.ocsft.input,
         rules.report.input,
+    localrule: True
 
 
 onstart:

@@ -135,3 +135,4 @@ rule data:
     input:
         expand("results/data/{dataset}/{part}.parquet", dataset=DATASETS, part=["corpus", "queries", "qrels"]),
         expand("results/data/{dataset}/listwise.parquet", dataset=LISTWISE_DATASETS),
+    localrule: True

@@ -40,6 +40,7 @@ rule retrieval_table:
         "logs/tables/retrieval.log",
     benchmark:
         "benchmarks/tables/retrieval.tsv"
+    localrule: True
     conda:
         "../envs/eval.yaml"
     resources:
@@ -59,3 +60,4 @@ rule evaluation:
     """Stage target: every first-stage run evaluated, and the retrieval table."""
     input:
         rules.retrieval_table.output,
+    localrule: True

@@ -128,6 +128,7 @@ rule decisions_table:
         "logs/tables/consumers.log",
     benchmark:
         "benchmarks/tables/consumers.tsv"
+    localrule: True
     conda:
         "../envs/eval.yaml"
     resources:
@@ -196,6 +197,7 @@ rule pool_figures:
         "logs/figures/pool.log",
     benchmark:
         "benchmarks/figures/pool.tsv"
+    localrule: True
     conda:
         "../envs/eval.yaml"
     resources:
@@ -259,6 +261,7 @@ rule stability_table:
         "logs/tables/stability.log",
     benchmark:
         "benchmarks/tables/stability.tsv"
+    localrule: True
     conda:
         "../envs/eval.yaml"
     resources:
@@ -312,6 +315,7 @@ rule teachers_table:
         "logs/tables/teachers.log",
     benchmark:
         "benchmarks/tables/teachers.tsv"
+    localrule: True
     conda:
         "../envs/eval.yaml"
     resources:
@@ -352,6 +356,7 @@ rule label_budget_table:
         "logs/tables/label_budget.log",
     benchmark:
         "benchmarks/tables/label_budget.tsv"
+    localrule: True
     conda:
         "../envs/eval.yaml"
     resources:
@@ -400,6 +405,7 @@ rule frontier:
         "logs/tables/frontier.log",
     benchmark:
         "benchmarks/tables/frontier.tsv"
+    localrule: True
     conda:
         "../envs/eval.yaml"
     resources:
@@ -436,6 +442,7 @@ rule serving_width_table:
         "logs/tables/serving_width.log",
     benchmark:
         "benchmarks/tables/serving_width.tsv"
+    localrule: True
     conda:
         "../envs/eval.yaml"
     resources:
@@ -468,6 +475,7 @@ rule channels_table:
         "logs/tables/channels.log",
     benchmark:
         "benchmarks/tables/channels.tsv"
+    localrule: True
     conda:
         "../envs/eval.yaml"
     resources:
@@ -495,3 +503,4 @@ rule ocsft:
         rules.label_budget_table.output if LABEL_BUDGET else [],
         rules.channels_table.output if CHANNEL_PROBES else [],
         rules.serving_width_table.output if SERVED_WIDTHS else [],
+    localrule: True

@@ -67,6 +67,7 @@ rule plan_check:
         "logs/plan/check.log",
     benchmark:
         "benchmarks/plan/check.tsv"
+    localrule: True
     conda:
         "../envs/models.yaml"  # posbias.plan reaches the model code
     resources:

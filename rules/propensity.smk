@@ -98,3 +98,4 @@ rule propensity:
     """Stage target: the propensity omega of each configured First model."""
     input:
         [paths.propensity(PROPENSITY["model"], "omega")] if PROPENSITY.get("model") else [],
+    localrule: True

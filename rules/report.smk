@@ -28,6 +28,7 @@ rule paper_table:
         "benchmarks/paper/{table}.tsv"
     wildcard_constraints:
         table=alternation(PAPER_TABLES),
+    localrule: True
     conda:
         "../envs/eval.yaml"
     resources:
@@ -62,6 +63,7 @@ rule paper_figure:
         "benchmarks/paper/{figure}.tsv"
     wildcard_constraints:
         figure=alternation(PAPER_FIGURES),
+    localrule: True
     conda:
         "../envs/eval.yaml"
     resources:
@@ -96,6 +98,7 @@ rule report:
         rules.plan_check.output,
         # the papers' figures beside the run (rule reproduction, below)
         "results/tables/reproduction.md",
+    localrule: True
 
 
 # The reproduction matrix: every figure of config/reproduction/ bound to this run's results at DAG time
@@ -129,6 +132,7 @@ rule reproduction:
         "logs/tables/reproduction.log",
     benchmark:
         "benchmarks/tables/reproduction.tsv"
+    localrule: True
     conda:
         "../envs/eval.yaml"
     resources:

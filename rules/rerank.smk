@@ -131,6 +131,7 @@ rule rerank_tables:
         "logs/tables/rerank.log",
     benchmark:
         "benchmarks/tables/rerank.tsv"
+    localrule: True
     conda:
         "../envs/eval.yaml"
     resources:
@@ -151,3 +152,4 @@ rule reranking:
     """Stage target: every reranking experiment, summarised, with its table."""
     input:
         rules.rerank_tables.output if EXPERIMENTS else [],
+    localrule: True

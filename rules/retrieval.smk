@@ -148,3 +148,4 @@ rule retrieval:
     """Stage target: every first-stage run."""
     input:
         [paths.run(d, r) for d, r in GRID],
+    localrule: True

@@ -50,6 +50,7 @@ rule augmentation_report:
         "logs/tables/augmentation_{dataset}.log",
     benchmark:
         "benchmarks/tables/augmentation_{dataset}.tsv"
+    localrule: True
     conda:
         "../envs/eval.yaml"
     resources:
@@ -115,3 +116,4 @@ rule training:
             "results/tables/augmentation_{dataset}.md",
             dataset=sorted({r["data"] for r in config["training"].values() if families.of(r["method"]).augmented}),
         ),
+    localrule: True

@@ -581,6 +581,23 @@ def _run(*args, timeout=300):
                           text=True, timeout=timeout)
 
 
+def test_the_local_rules_are_the_stage_targets_and_the_table_and_figure_jobs():
+    """Each rule declares itself local (``localrule: True`` beside its definition, no list kept by hand): exactly
+    the stage targets (no output) and the jobs that write tables or figures (a training job's loss-curve figure
+    aside) run on the submitting host."""
+    from snakemake.api import SnakemakeApi
+    from snakemake.settings.types import ResourceSettings
+
+    with SnakemakeApi() as api:
+        workflow = api.workflow(resource_settings=ResourceSettings(cores=1), snakefile=REPO / "Snakefile",
+                                workdir=REPO)._workflow
+        for rule in workflow.rules:
+            outputs = [str(o) for o in rule.output]
+            small = not outputs or (any(o.startswith(("results/tables/", "results/figures/")) for o in outputs)
+                                    and not any(o.startswith("results/models/") for o in outputs))
+            assert (rule.name in workflow._localrules) == small, rule.name
+
+
 def test_snakefmt_check_is_clean():
     out = _run("snakefmt", "--check", ".")
     assert out.returncode == 0, out.stderr + out.stdout
