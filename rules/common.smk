@@ -7,7 +7,7 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 
 from posbias import config as pbconfig
-from posbias import consumers, debias, gguf, methods, orders, paper, paths, reproduction, schemas
+from posbias import augment, consumers, debias, gguf, methods, orders, paper, paths, reproduction, schemas
 from posbias.rerankers import model_kinds, modes
 from posbias.retrieval import kinds
 from posbias.training import families

@@ -15,7 +15,7 @@ rule augment:
     benchmark:
         "benchmarks/train/{dataset}/{aug}.augment.tsv"
     wildcard_constraints:
-        aug="noaug|randaug|posaug",
+        aug=alternation(augment.AUGMENTATIONS),
     conda:
         "../envs/data.yaml"
     resources:
@@ -31,7 +31,7 @@ rule augment:
 rule augmentation_report:
     """How the augmentations place the relevant passage over input positions."""
     input:
-        position_ranks=expand("results/train/{{dataset}}/{aug}.parquet", aug=["noaug", "randaug", "posaug"]),
+        position_ranks=expand("results/train/{{dataset}}/{aug}.parquet", aug=list(augment.AUGMENTATIONS)),
     output:
         table=report(
             "results/tables/augmentation_{dataset}.md",

@@ -117,14 +117,25 @@ def test_every_mode_is_in_the_schema_and_its_classes_match_its_family():
             assert cls.from_config is not Reranker.from_config, (name, kind)
 
 
-def test_every_model_kind_and_simulated_prior_is_in_the_schema():
-    """The schema's models `kind` and simulated `prior` enums are the registries' names; the kinds that rerank are
+def test_every_model_kind_prior_augmentation_and_aggregation_is_in_the_schema():
+    """The schema's models `kind`, simulated `prior`, training `aug`, `permsc_aggregation` and dataset `source`
+    enums are the registries' names; the kinds that rerank are
     those a reranker mode has classes for, and a prompted kind has weights."""
     from posbias.rerankers import model_kinds, simulated
 
     entry = config.schema_node("models")["additionalProperties"]["properties"]
     assert entry["kind"]["enum"] == list(model_kinds.MODEL_KINDS)
     assert entry["prior"]["enum"] == list(simulated.PRIORS)
+    from posbias import augment
+    from posbias.debias import maths
+
+    run = config.schema_node("training")["additionalProperties"]["properties"]
+    assert run["aug"]["enum"] == list(augment.AUGMENTATIONS)
+    assert config.schema_node("reranking")["properties"]["permsc_aggregation"]["enum"] == list(maths.AGGREGATIONS)
+    from posbias import data
+
+    sources = config.schema_node("datasets")["additionalProperties"]["properties"]["source"]["enum"]
+    assert sources == list(data.SOURCES)
     for mode in modes.MODES.values():
         assert set(mode.classes) == {n for n, k in model_kinds.MODEL_KINDS.items() if k.reranks}
     assert all(k.weights for k in model_kinds.MODEL_KINDS.values() if k.prompted)

@@ -13,16 +13,17 @@ rank of each input position (what the losses need) is recomputed from it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TypeVar
 
 import numpy as np
 import polars as pl
 
+from posbias import registry
 from posbias.permute import derive_seed, fisher_yates
 
 T = TypeVar("T")
-VARIANTS = ("noaug", "randaug", "posaug")
 
 
 def groups(items: Sequence[T], n_groups: int) -> list[list[T]]:
@@ -45,22 +46,44 @@ def gold_ranks(doc_ids: Sequence[str], teacher_ranking: Sequence[str]) -> list[i
     return [rank[d] for d in doc_ids]
 
 
+@dataclass(frozen=True)
+class Augmentation:
+    """One ``training.<name>.aug``: the views of one instance (its (doc id, text) pairs, the seed, the query id and
+    ``augmentation.n_groups`` in; the re-presentations out), how many views it makes of each instance (what the
+    compute plan counts), and whether the views keep the instance's query id (else ``<qid>#<view>``)."""
+
+    views: Callable[[list, int, str, int], list[list]]
+    count: Callable[[int], int]
+    keeps_ids: bool
+    description: str
+
+
+def _shuffled(pairs: list, seed: int, query_id: str, name: str) -> list:
+    return fisher_yates(pairs, derive_seed(seed, name, query_id))
+
+
+# By config name; config/schema.yaml's `aug` enum lists the same names and the augment rule's wildcard is made
+# from them (a test checks)
+AUGMENTATIONS: dict[str, Augmentation] = {
+    "noaug": Augmentation(lambda pairs, seed, qid, n: [pairs], lambda n: 1, True,
+                          "the teacher instances as given"),
+    "randaug": Augmentation(lambda pairs, seed, qid, n: [_shuffled(pairs, seed, qid, "randaug")], lambda n: 1, False,
+                            "one seeded uniform shuffle per instance"),
+    "posaug": Augmentation(lambda pairs, seed, qid, n: rotate_groups(_shuffled(pairs, seed, qid, "posaug"), n),
+                           lambda n: n, False, "a seeded shuffle, then its n groups rotated: n views"),
+}
+
+
 def augment(listwise: pl.DataFrame, variant: str, n_groups: int, seed: int) -> pl.DataFrame:
-    """Augmented instances (schema LISTWISE); randaug and posaug instances get ids ``<qid>#<variant>``."""
-    if variant not in VARIANTS:
-        raise ValueError(f"augmentation {variant!r}: use one of {VARIANTS}")
+    """Augmented instances (schema LISTWISE); the views of an augmentation that re-presents the candidates get
+    ids ``<qid>#<view>``."""
+    how = registry.entry(AUGMENTATIONS, variant, "augmentation")
     rows = []
     for rec in listwise.iter_rows(named=True):
         pairs = list(zip(rec["doc_ids"], rec["texts"]))
-        if variant == "noaug":
-            views = [pairs]
-        elif variant == "randaug":
-            views = [fisher_yates(pairs, derive_seed(seed, "randaug", rec["query_id"]))]
-        else:
-            views = rotate_groups(fisher_yates(pairs, derive_seed(seed, "posaug", rec["query_id"])), n_groups)
-        for v, view in enumerate(views):
+        for v, view in enumerate(how.views(pairs, seed, rec["query_id"], n_groups)):
             rows.append({
-                "query_id": rec["query_id"] if variant == "noaug" else f"{rec['query_id']}#{v}",
+                "query_id": rec["query_id"] if how.keeps_ids else f"{rec['query_id']}#{v}",
                 "query": rec["query"],
                 "doc_ids": [d for d, _ in view],
                 "texts": [t for _, t in view],

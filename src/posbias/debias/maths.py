@@ -206,17 +206,23 @@ def bsc(scores_over_perms: dict[str, list[float]]) -> list[str]:
 EXACT_KEMENY_MAX = 20  # exact Kemeny up to this many items; beyond, local Kemenisation from Borda
 
 
-def aggregate(rankings: Sequence[Sequence[str]], method: str) -> list[str]:
-    """PermSC's central ranking of several rankings of the same items: ``kemeny`` (exact for at most
-    :data:`EXACT_KEMENY_MAX` items, local Kemenisation of the Borda ranking beyond: single-item moves
-    while the total Kendall distance drops; bench/kemeny_gap.py measures its gap to the exact optimum),
-    ``borda`` or ``rrf``."""
-    if method == "borda":
-        return borda(rankings)
-    if method == "rrf":
-        return rrf_consensus(rankings)
-    if method != "kemeny":
-        raise ValueError(f"aggregation {method!r}: use kemeny, borda or rrf")
+def _kemeny_or_local(rankings: Sequence[Sequence[str]]) -> list[str]:
+    """Kemeny's ranking: exact for at most :data:`EXACT_KEMENY_MAX` items, local Kemenisation of the Borda ranking
+    beyond (single-item moves while the total Kendall distance drops; bench/kemeny_gap.py measures its gap to the
+    exact optimum)."""
     if len(rankings[0]) <= EXACT_KEMENY_MAX:
         return kemeny(rankings)
     return local_search(borda(rankings), rankings)
+
+
+# PermSC's rank aggregations by name (``reranking.permsc_aggregation``; config/schema.yaml's enum lists the same
+# names, a test checks): each takes several rankings of the same items and returns their central ranking
+AGGREGATIONS = {"kemeny": _kemeny_or_local, "borda": borda, "rrf": rrf_consensus}
+
+
+def aggregate(rankings: Sequence[Sequence[str]], method: str) -> list[str]:
+    """PermSC's central ranking of several rankings of the same items by the aggregation ``method``
+    (:data:`AGGREGATIONS`: Kemeny-optimal by default; Borda or RRF as cheaper choices)."""
+    if method not in AGGREGATIONS:
+        raise ValueError(f"aggregation {method!r}: use one of {', '.join(AGGREGATIONS)}")
+    return AGGREGATIONS[method](rankings)

@@ -11,7 +11,7 @@ from typing import NamedTuple
 import polars as pl
 
 from posbias import config as pbconfig
-from posbias import methods, orders, paths, pool, propensity, rerankers, schemas, silver
+from posbias import augment, methods, orders, paths, pool, propensity, rerankers, schemas, silver
 from posbias.data.collection import grades_by_query, passage_texts
 from posbias.errors import PosbiasError
 from posbias.models import resolve
@@ -296,7 +296,7 @@ def plan_train(config: dict, root: Path, scale=_unit, tokenizers: dict | None = 
             grades = exp.grades
         else:
             listwise = schemas.read(root / "results" / "data" / run["data"] / "listwise.parquet", "listwise")
-            views = config["augmentation"]["n_groups"] if run["aug"] == "posaug" else 1
+            views = augment.AUGMENTATIONS[run["aug"]].count(config["augmentation"]["n_groups"])
             n_instances = scale(run["data"]) * listwise.height * views
             sample = [Window(q, text, docs, texts) for q, text, docs, texts in
                       listwise.head(TRAIN_SAMPLE).select("query_id", "query", "doc_ids", "texts").iter_rows()]
