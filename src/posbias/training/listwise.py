@@ -132,7 +132,7 @@ def _rank_term(logits, rank_logits, batch: dict, spec: TrainSpec, propensity) ->
         valid = batch["gold_rank"][i] >= 0
         k = int(valid.sum())
         scores, gold = rank_logits[i, :k], batch["gold_rank"][i, :k]
-        if spec.kind.ips:
+        if spec.method_entry.ips:
             if propensity is None or propensity.shape[0] != k:
                 raise ValueError(f"method {spec.method} needs a {k}x{k} propensity matrix")
             omega = propensity.to(scores.device)
@@ -171,7 +171,7 @@ def objective(logits: torch.Tensor, batch: dict, id_tokens: list[int], spec: Tra
     total = logits.new_zeros(())
     rows = torch.arange(logits.shape[0], device=logits.device)
     rank_logits = logits[rows, batch["rank_position"]][:, id_tokens].float()
-    for name in spec.kind.terms:
+    for name in spec.method_entry.terms:
         term = TERMS[name]
         value, extra = term.compute(logits, rank_logits, batch, spec, propensity)
         parts[term.logged] = float(value.detach())

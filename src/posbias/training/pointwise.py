@@ -175,8 +175,8 @@ def read_inputs(files, spec, job_log) -> tuple:
 
     labels = schemas.read(files["data"], "silver")
     instances = silver.instances(labels, schemas.read(files["queries"], "queries"),
-                                 schemas.read(files["corpus"], "corpus"), averaged=spec.kind.averaged_targets)
-    if not spec.kind.ips:
+                                 schemas.read(files["corpus"], "corpus"), averaged=spec.method_entry.averaged_targets)
+    if not spec.method_entry.ips:
         return instances, None
     prop = silver.slot_propensity(labels, int(labels["slot"].max()) + 1)
     job_log.info("slot propensity of the teacher: %s", [round(float(x), 3) for x in prop])
@@ -191,9 +191,9 @@ def setup(tokenizer, instances, spec, propensity) -> Setup:
     encoder = GradesEncoder(tokenizer, spec.word_budget, spec.max_context)
     examples = instances.select("query_id", "window", "query", "doc_ids", "texts", "targets").to_dicts()
     weights = slot_weights(propensity, spec.ips_clip) if propensity is not None else None
-    collator = GradesCollator(encoder, spec.kind, spec.views, spec.seed, tokenizer.pad_token_id, weights,
+    collator = GradesCollator(encoder, spec.method_entry, spec.views, spec.seed, tokenizer.pad_token_id, weights,
                               spec.resample_views)
-    callbacks = (ema.EmaTeacher(spec.ema_decay),) if spec.kind.ema_teacher else ()
+    callbacks = (ema.EmaTeacher(spec.ema_decay),) if spec.method_entry.ema_teacher else ()
     return Setup(examples, collator, list(encoder.grades.ids), callbacks=callbacks)
 
 
@@ -203,7 +203,7 @@ def trainer_objective(model, batch: dict, trainer) -> tuple:
     spec = trainer.spec
     lam = losses.consistency_weight(trainer.state.global_step, spec.consistency, spec.consistency_warmup)
     teacher = (ema.of(trainer).scores(model, lambda m: batch_scores(m, batch, trainer.id_tokens))
-               if spec.kind.ema_teacher else None)
-    loss, parts = pointwise_objective(model, batch, trainer.id_tokens, spec.kind, lam, spec.consistency_form,
+               if spec.method_entry.ema_teacher else None)
+    loss, parts = pointwise_objective(model, batch, trainer.id_tokens, spec.method_entry, lam, spec.consistency_form,
                                       teacher)
     return loss, parts, None

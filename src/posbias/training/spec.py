@@ -82,14 +82,14 @@ class TrainSpec:
                    prompt=model_defaults("causal_lm")["prompt"] if prompt is None else prompt, **filled)
 
     @property
-    def kind(self) -> TrainingMethod:
-        """The registry entry of the method."""
+    def method_entry(self) -> TrainingMethod:
+        """The registry entry of :attr:`method` (its family, loss terms and traits)."""
         return methods.get(self.method)
 
     @property
     def family(self) -> TrainingFamily:
         """The registry entry of the method's family: its inputs, batches and objective."""
-        return families.get(self.kind.family)
+        return families.get(self.method_entry.family)
 
 
 def check_warmup(key: str, method: str, consistency: float, warmup: int, steps: int) -> None:
