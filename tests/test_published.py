@@ -229,8 +229,8 @@ def slots_rows() -> list[str]:
         return f"{r['mark']} ({r['effect']:+.3f}, p = {r['p']:.2g})"
 
     rows = ["| DL19, 10 queries | reader | nDCG@10 original | nDCG@10 3 shuffles (mean ± sd) | τ-PSI | relevant passage "
-            "at input position 1 / 20 (nDCG@10); PSI | model calls per query | claim: shuffling-lowers-quality | "
-            "claim: late-positions-lose |", "|---|---|---|---|---|---|---|---|---|"]
+            "at input position 1 / 20 (nDCG@10); PSI | model calls per query | seconds per query | claim: "
+            "shuffling-lowers-quality | claim: late-positions-lose |", "|---|---|---|---|---|---|---|---|---|---|"]
     for base, name in names.items():
         for (suffix, debias), label in SLOT_READERS.items():
             model = base + suffix
@@ -239,7 +239,8 @@ def slots_rows() -> list[str]:
                 f"{number(r['curve_first'])} / {number(r['curve_last'])}; {number(r['psi'])}")
             rows.append(f"| {name} | {label} | {number(r['ndcg10_original'])} | "
                         f"{number(r['ndcg10_shuffled_mean'])} ± {number(r['ndcg10_shuffled_sd'])} | {number(r['tau_psi'])} | "
-                        f"{curve} | {number(r['calls_per_query'], 1)} | {claim(model, debias, 'shuffling-lowers-quality')} | "
+                        f"{curve} | {number(r['calls_per_query'], 1)} | {number(r['seconds_per_query'], 1)} | "
+                        f"{claim(model, debias, 'shuffling-lowers-quality')} | "
                         f"{claim(model, debias, 'late-positions-lose')} |")
     return rows
 
