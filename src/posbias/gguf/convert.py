@@ -6,6 +6,8 @@ import importlib
 import json
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from posbias.errors import PosbiasError
@@ -54,6 +56,31 @@ def describe(path: Path, name: str) -> dict:
             "tensors": len(reader.tensors)}
 
 
+@contextmanager
+def one_reader_per_file() -> Iterator[None]:
+    """Within the block, ``gguf.GGUFReader`` opens each file once and hands the same read-only reader to every
+    later caller. Opening a file parses all its metadata (SmolLM2's 49K-token vocabulary: about 6 s here,
+    Gemma 3's 262K more), and transformers opens the file anew for the config, the tokenizer and the weights,
+    and :func:`describe` once more: four parses of one file per conversion. transformers imports the class from
+    ``gguf`` when it loads (``from gguf import GGUFReader`` inside ``load_gguf_checkpoint``), so the module's
+    attribute is the one to replace; it is restored when the block ends."""
+    import gguf as gguf_lib
+
+    original, readers = gguf_lib.GGUFReader, {}
+
+    def reader(path, mode: str = "r"):
+        key = (str(Path(path).resolve()), mode)
+        if key not in readers:
+            readers[key] = original(path, mode)
+        return readers[key]
+
+    gguf_lib.GGUFReader = reader
+    try:
+        yield
+    finally:
+        gguf_lib.GGUFReader = original
+
+
 def convert(spec: dict, name: str, out_dir: Path, dtype: str = "float32") -> dict:
     """Convert the ``gguf:`` block of ``models.<name>`` into an HF folder at ``out_dir`` (written beside it
     and renamed into place, so a killed job leaves none) and return its record."""
@@ -63,7 +90,7 @@ def convert(spec: dict, name: str, out_dir: Path, dtype: str = "float32") -> dic
     from posbias import provenance
 
     out_dir = Path(out_dir)
-    with tempfile.TemporaryDirectory(prefix=f".{out_dir.name}.", dir=out_dir.parent) as scratch:
+    with tempfile.TemporaryDirectory(prefix=f".{out_dir.name}.", dir=out_dir.parent) as scratch, one_reader_per_file():
         path = materialise(spec, name, Path(scratch))
         info = describe(path, name)
         digest = sha256(path)
