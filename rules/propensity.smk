@@ -14,7 +14,6 @@ rule propensity_samples:
         "benchmarks/propensity/{model}/samples.tsv"
     wildcard_constraints:
         model=alternation([PROPENSITY.get("model") or "__none__"]),
-    priority: 10  # between two training jobs on the DAG's longest chain
     conda:
         "../envs/models.yaml"
     resources:
@@ -44,7 +43,6 @@ rule propensity_rerank:
         "benchmarks/propensity/{model}/reranked.tsv"
     wildcard_constraints:
         model=alternation([PROPENSITY.get("model") or "__none__"]),
-    priority: 10  # between two training jobs on the DAG's longest chain
     conda:
         "../envs/models.yaml"
     resources:
@@ -80,7 +78,6 @@ rule propensity_estimate:
         "benchmarks/propensity/{model}/omega.tsv"
     wildcard_constraints:
         model=alternation([PROPENSITY.get("model") or "__none__"]),
-    priority: 10  # between two training jobs on the DAG's longest chain
     conda:
         "../envs/models.yaml"
     resources:

@@ -84,7 +84,6 @@ rule train:
         "benchmarks/train/{model}.tsv"
     wildcard_constraints:
         model=alternation(TRAINED or ["__none__"]),
-    priority: 10  # the longest chain of the DAG (train, propensity, train again): start it first
     retries: 2  # a preempted or timed-out attempt resumes from its last checkpoint
     conda:
         "../envs/models.yaml"
