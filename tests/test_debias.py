@@ -178,3 +178,17 @@ def test_a_capcal_variant_sets_the_adaptive_alphas_constants():
     p = [0.5, 0.3, 0.2]
     assert debias.capcal_alpha(p, released["c"], released["alpha_max"]) == 2.0
     assert debias.capcal_alpha(p, plain["c"], plain["alpha_max"]) < 1.0
+
+
+def test_a_repeated_aggregation_returns_the_same_ranking_in_a_list_of_its_own():
+    """maths.aggregate is memoised (a stability job aggregates the same lists again): a repeat gives what the first
+    call gave, and a caller that changes its list does not change the next caller's."""
+    from posbias.debias import maths
+
+    rankings = [["a", "b", "c", "d"], ["b", "a", "c", "d"], ["a", "c", "b", "d"]]
+    first = maths.aggregate(rankings, "kemeny")
+    assert first == maths.kemeny(rankings) == ["a", "b", "c", "d"]
+    first.append("changed")
+    again = maths.aggregate([list(r) for r in rankings], "kemeny")
+    assert again == ["a", "b", "c", "d"] and again is not first
+    assert maths.aggregate(rankings, "borda") == maths.borda(rankings)  # the method is part of the key
