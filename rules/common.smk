@@ -71,7 +71,7 @@ def kind_of(wildcards):
 @one_line
 def retriever_tables(wildcards):
     """The dataset tables a retrieve job reads (its kind's ``reads``)."""
-    return [t for t in kind_of(wildcards).reads if t in kinds.TABLES]
+    return [t for t in kind_of(wildcards).reads if t in kinds.DATASET_TABLES]
 
 
 @one_line

@@ -215,7 +215,7 @@ def _corpus_order(job):
 
 def test_a_new_retriever_kind_touches_three_files(monkeypatch):
     """The how-to's recipe for a first-stage retriever kind, done: its search (and index) functions (file 1,
-    here :func:`_corpus_order`), its ``KINDS`` line (file 2: what it reads, whether it builds an index, runs
+    here :func:`_corpus_order`), its ``RETRIEVER_KINDS`` line (file 2: what it reads, whether it builds an index, runs
     an encoder, is seeded) and its name in config/schema.yaml's retriever ``kind`` enum (file 3). The rules
     and the generic index/retrieve scripts read the registry (no kind's name appears in them: the
     vocabulary test), so a config using it validates and the generic search runs it."""
@@ -224,7 +224,7 @@ def test_a_new_retriever_kind_touches_three_files(monkeypatch):
     import polars as pl
     import yaml
 
-    monkeypatch.setitem(kinds.KINDS, "corpus-order", kinds.RetrieverKind(
+    monkeypatch.setitem(kinds.RETRIEVER_KINDS, "corpus-order", kinds.RetrieverKind(
         "the corpus's first documents", "tests.test_architecture:_corpus_order", reads=("queries", "corpus"),
         threaded=False))
     node = config.schema_node("retrievers")["additionalProperties"]["properties"]["kind"]
@@ -258,12 +258,12 @@ def test_an_unknown_registry_name_is_one_line_listing_the_entries():
 
 
 def test_every_retriever_kind_is_in_the_schema_and_its_functions_exist():
-    assert config.schema_node("retrievers")["additionalProperties"]["properties"]["kind"]["enum"] == list(kinds.KINDS)
-    for name, kind in kinds.KINDS.items():
+    assert config.schema_node("retrievers")["additionalProperties"]["properties"]["kind"]["enum"] == list(kinds.RETRIEVER_KINDS)
+    for name, kind in kinds.RETRIEVER_KINDS.items():
         for target in filter(None, (kind.search, kind.index)):
             module, _, function = target.partition(":")
             assert callable(getattr(importlib.import_module(module), function)), (name, target)
-        assert set(kind.reads) <= {*kinds.TABLES, "runs"}, name
+        assert set(kind.reads) <= {*kinds.DATASET_TABLES, "runs"}, name
 
 
 def test_a_new_objective_term_touches_two_files(monkeypatch):
@@ -283,7 +283,7 @@ def test_a_new_objective_term_touches_two_files(monkeypatch):
         return -(p * p.log()).sum(dim=-1).mean(), {}
 
     monkeypatch.setitem(listwise.TERMS, "entropy", listwise.ObjectiveTerm(entropy, None, "entropy"))
-    monkeypatch.setitem(methods.METHODS, "first_entropy", methods.TrainingMethod(
+    monkeypatch.setitem(methods.TRAINING_METHODS, "first_entropy", methods.TrainingMethod(
         "first_entropy", "listwise", "Rank + LM + H", "First with an identifier-entropy term",
         terms=("rank", "lm", "entropy")))
     cfg = copy.deepcopy(yaml.safe_load((REPO / "config" / "config.yaml").read_text()))
@@ -308,7 +308,7 @@ def test_a_new_weighted_term_retrains_only_the_methods_that_name_it(monkeypatch)
 
     monkeypatch.setitem(listwise.TERMS, "entropy", listwise.ObjectiveTerm(lambda *a: None, "entropy_weight", "entropy"))
     monkeypatch.setitem(methods.TERM_HYPER, "entropy", "entropy_weight")
-    monkeypatch.setitem(methods.METHODS, "first_entropy", methods.TrainingMethod(
+    monkeypatch.setitem(methods.TRAINING_METHODS, "first_entropy", methods.TrainingMethod(
         "first_entropy", "listwise", "Rank + LM + H", "First with an identifier-entropy term",
         terms=("rank", "lm", "entropy")))
     base = {"method": "first", "gpus": 0, "hyper": {"learning_rate": 0.001, "rank_weight": 1.0, "lm_weight": 1.0}}
@@ -323,7 +323,7 @@ def test_a_new_weighted_term_retrains_only_the_methods_that_name_it(monkeypatch)
     assert methods.reads_hyper("debiasfirst", "ips_clip") and not methods.reads_hyper("first", "ips_clip")
     assert methods.reads_hyper("ocsft", "views") and not methods.reads_hyper("first", "views")
     assert methods.reads_hyper("first", "lm_tokens") and not methods.reads_hyper("ocsft", "lm_tokens")
-    assert all(methods.reads_hyper(m, "learning_rate") for m in methods.METHODS)
+    assert all(methods.reads_hyper(m, "learning_rate") for m in methods.TRAINING_METHODS)
 
 
 def test_every_weighted_term_declares_its_weight_where_the_params_read_it():
@@ -336,8 +336,8 @@ def test_every_weighted_term_declares_its_weight_where_the_params_read_it():
 def test_every_training_family_is_registered_and_every_term_exists():
     from posbias.training import families, listwise
 
-    assert list(families.FAMILIES) == list(methods.FAMILIES)
-    for method in methods.METHODS.values():
+    assert list(families.TRAINING_FAMILIES) == list(methods.TRAINING_FAMILY_NAMES)
+    for method in methods.TRAINING_METHODS.values():
         assert set(method.terms) <= set(listwise.TERMS if method.family == "listwise" else ()), method.name
         family = families.get(method.family)
         for target in (family.read, family.setup, family.objective):
@@ -367,7 +367,7 @@ def test_a_new_window_level_debias_method_touches_two_files(monkeypatch):
     from posbias.rerank import Candidates, rerank
     from posbias.rerankers.simulated import SimulatedReranker
 
-    monkeypatch.setitem(debias.METHODS, "reverse", debias.DebiasMethod(
+    monkeypatch.setitem(debias.DEBIAS_METHODS, "reverse", debias.DebiasMethod(
         "reverse", False, "the base's ranking reversed", lambda base, spec, seed, settings: _Reversed(base),
         settings=lambda reranking, spec: {"window": reranking["window"]}))
     cfg = copy.deepcopy(yaml.safe_load((REPO / "config" / "config.yaml").read_text()))
@@ -441,7 +441,7 @@ def test_a_second_list_level_method_is_computed_by_its_own_combine_step(monkeypa
     last = debias.DebiasMethod("last", True, "the last of {k} shuffled lists", None, level="list",
                                   lists=lambda spec: [f"shuffled-{spec.k - 1}"],
                                   combine="tests.test_architecture:_last_run")
-    monkeypatch.setitem(debias.METHODS, "last", last)
+    monkeypatch.setitem(debias.DEBIAS_METHODS, "last", last)
     runs = [pl.DataFrame({"query_id": ["q"] * 3, "doc_id": docs, "rank": [1, 2, 3], "score": [3.0, 2.0, 1.0]})
             for docs in (["a", "b", "c"], ["a", "c", "b"], ["c", "b", "a"])]
     assert debias.lists("last@3") == ["shuffled-2"] and debias.combine("last@3", runs, {}) is runs[-1]
@@ -483,12 +483,12 @@ def test_method_registry_drives_the_config_checks():
     assert methods.names("listwise") == ["first", "debiasfirst", "rank", "rank_ips", "rank_ips_lm"]
     assert methods.names("pointwise") == ["ocsft", "ocsft_no_anchor", "single_order", "order_averaged", "perm_aug",
                                           "debiasfirst_pointwise", "ocsft_ema", "marker_sft", "ocsft_markers"]
-    assert [m for m in methods.METHODS if methods.get(m).markers != "fixed"] == ["marker_sft", "ocsft_markers"]
-    assert [m for m in methods.METHODS if not methods.reads_hyper(m, "ema_decay")] == [
-        m for m in methods.METHODS if m != "ocsft_ema"]
-    assert [m for m in methods.METHODS if methods.get(m).on_lambda_grid] == ["ocsft", "single_order"]
-    assert [m for m in methods.METHODS if methods.get(m).needs_omega] == ["debiasfirst", "rank_ips", "rank_ips_lm"]
-    assert [m for m in methods.METHODS if methods.get(m).shuffled_silver] == ["order_averaged",
+    assert [m for m in methods.TRAINING_METHODS if methods.get(m).markers != "fixed"] == ["marker_sft", "ocsft_markers"]
+    assert [m for m in methods.TRAINING_METHODS if not methods.reads_hyper(m, "ema_decay")] == [
+        m for m in methods.TRAINING_METHODS if m != "ocsft_ema"]
+    assert [m for m in methods.TRAINING_METHODS if methods.get(m).on_lambda_grid] == ["ocsft", "single_order"]
+    assert [m for m in methods.TRAINING_METHODS if methods.get(m).needs_omega] == ["debiasfirst", "rank_ips", "rank_ips_lm"]
+    assert [m for m in methods.TRAINING_METHODS if methods.get(m).shuffled_silver] == ["order_averaged",
                                                                               "debiasfirst_pointwise"]
     with pytest.raises(ValueError, match="training method 'debiasfrist' is unknown"):
         methods.get("debiasfrist")
@@ -500,10 +500,10 @@ def test_method_registry_drives_the_config_checks():
 # one method (the CapCal table, the PermSC-against-K figure); a folder allows its package (the debias package
 # is the home of its registry, wrappers and maths).
 VOCABULARIES = {
-    "methods": ([m for m in methods.METHODS if m not in ("first", "rank", "ocsft")], {"src/posbias/methods.py"}),
+    "methods": ([m for m in methods.TRAINING_METHODS if m not in ("first", "rank", "ocsft")], {"src/posbias/methods.py"}),
     # "rrf" is also a rank aggregation (debias/maths.py), "oracle" a seed label, "splade" a model-name hint (standins)
-    "retriever kinds": (list(kinds.KINDS), {"src/posbias/retrieval/kinds.py", "src/posbias/debias/maths.py",
-                                            "src/posbias/retrieval/oracle.py", "src/posbias/standins.py"}),
+    "retriever kinds": (list(kinds.RETRIEVER_KINDS), {"src/posbias/retrieval/kinds.py", "src/posbias/debias/maths.py",
+                                                     "src/posbias/retrieval/oracle.py", "src/posbias/standins.py"}),
     "debias": (["permsc", "permsc-window", "bsc", "capcal"], {"src/posbias/debias/",
                                              "src/posbias/paper/capcal.py", "src/posbias/paper/__init__.py",
                                              "src/posbias/paper/inference_vs_training.py"}),
@@ -694,3 +694,34 @@ def test_one_line_turns_a_user_error_into_its_line_and_keeps_the_signature(tmp_p
     assert "Traceback" in (tmp_path / DAG_LOG).read_text() and "second line" in (tmp_path / DAG_LOG).read_text()
     with pytest.raises(KeyError):
         one_line(lambda w: {}[w])("x")
+
+
+def _module_level_names() -> tuple[dict[str, list[str]], set[str]]:
+    """(each module-level name of the package with the modules that assign it, the names of the registries: the
+    module-level dicts annotated ``dict[str, …]``, keyed by a vocabulary's names)."""
+    import ast
+
+    defined: dict[str, list[str]] = {}
+    registries: set[str] = set()
+    for path in sorted(SRC.rglob("*.py")):
+        for node in ast.parse(path.read_text()).body:
+            if not isinstance(node, (ast.Assign, ast.AnnAssign)):
+                continue
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names = [t.id for t in targets if isinstance(t, ast.Name)]
+            for name in names:
+                defined.setdefault(name, []).append(str(path.relative_to(REPO)))
+            if isinstance(node, ast.AnnAssign) and ast.unparse(node.annotation).startswith("dict[str,"):
+                registries.update(names)
+    return defined, registries
+
+
+def test_each_registry_has_a_name_no_other_module_uses():
+    """One vocabulary, one name: a registry's name (TRAINING_METHODS, DEBIAS_METHODS, ORDER_KINDS, RETRIEVER_KINDS,
+    …) is assigned in one module only, so an import of it can mean one thing."""
+    defined, registries = _module_level_names()
+    assert {"TRAINING_METHODS", "DEBIAS_METHODS", "ORDER_KINDS", "RETRIEVER_KINDS", "MODEL_KINDS",
+            "TRAINING_FAMILIES", "SOURCES", "AUGMENTATIONS", "AGGREGATIONS", "PRIORS", "TABLES",
+            "FIGURES"} <= registries, sorted(registries)
+    shared = {name: defined[name] for name in registries if len(defined[name]) > 1}
+    assert not shared, shared

@@ -100,5 +100,5 @@ def test_a_right_direction_too_few_queries_cannot_show_fails_and_says_why():
 def test_every_claim_a_debiasing_method_names_is_a_claim():
     from posbias import debias
 
-    named = {m.claim for m in debias.METHODS.values() if m.claim}
+    named = {m.claim for m in debias.DEBIAS_METHODS.values() if m.claim}
     assert named == {"capcal-lifts-quality", "permsc-beats-one-list"} <= {c.id for c in claims.CLAIMS}

@@ -658,3 +658,11 @@ def test_a_config_is_given_only_the_paper_tables_and_figures_it_fills():
     # one experiment more and the table is back: a CapCal variant on one toy student
     toy["reranking"]["experiments"][0]["debias"].append("capcal")
     assert "capcal" in paper.filled(paper.TABLES, "paper_table", toy)
+
+
+def test_markdown_tables_keep_cells_as_written_and_escape_pipes():
+    from posbias.paper.writers import markdown_rows
+
+    view = pl.DataFrame({"model": ["sim-grades (ref.)", "a|b"], "nDCG@10": ["0.5000", "–"]})
+    assert markdown_rows(view) == ["| model | nDCG@10 |", "|---|---|", "| sim-grades (ref.) | 0.5000 |",
+                                   "| a\\|b | – |"]

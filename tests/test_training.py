@@ -425,42 +425,42 @@ def test_view_orders_per_method():
     """OC-SFT's views: the stored anchor window first (identity), then seeded permutations (query,
     window) of it, the same in every epoch unless resampled; single order trains on the anchor alone;
     perm_aug draws anew each epoch."""
-    from posbias.methods import METHODS
+    from posbias.methods import TRAINING_METHODS
     from posbias.training.pointwise import view_orders
 
     identity = list(range(20))
-    views = view_orders(METHODS["ocsft"], 20, 3, 0, "q", 0, 0)
+    views = view_orders(TRAINING_METHODS["ocsft"], 20, 3, 0, "q", 0, 0)
     assert len(views) == 3 and all(sorted(v) == identity for v in views) and len({tuple(v) for v in views}) == 3
     assert views[0] == identity  # the anchor: the presentation the teacher labelled
-    assert views == view_orders(METHODS["ocsft"], 20, 3, 0, "q", 0, 1)  # the same views in every epoch
-    assert views != view_orders(METHODS["ocsft"], 20, 3, 0, "q", 1, 0)  # another window, other views
-    assert views != view_orders(METHODS["ocsft"], 20, 3, 0, "q2", 0, 0)  # another query, other views
-    resampled = view_orders(METHODS["ocsft"], 20, 3, 0, "q", 0, 1, resample=True)
+    assert views == view_orders(TRAINING_METHODS["ocsft"], 20, 3, 0, "q", 0, 1)  # the same views in every epoch
+    assert views != view_orders(TRAINING_METHODS["ocsft"], 20, 3, 0, "q", 1, 0)  # another window, other views
+    assert views != view_orders(TRAINING_METHODS["ocsft"], 20, 3, 0, "q2", 0, 0)  # another query, other views
+    resampled = view_orders(TRAINING_METHODS["ocsft"], 20, 3, 0, "q", 0, 1, resample=True)
     assert resampled[0] == identity and resampled != views
-    assert resampled == view_orders(METHODS["ocsft"], 20, 3, 0, "q", 0, 1, resample=True)
-    assert view_orders(METHODS["single_order"], 20, 3, 0, "q", 0, 0) == views[:1]  # OC-SFT's anchor
-    assert view_orders(METHODS["debiasfirst_pointwise"], 20, 3, 0, "q", 0, 0) == views[:1]
-    perm = view_orders(METHODS["perm_aug"], 20, 2, 0, "q", 0, 0)
-    assert len(perm) == 1 and perm[0] != identity and perm != view_orders(METHODS["perm_aug"], 20, 2, 0, "q", 0, 1)
+    assert resampled == view_orders(TRAINING_METHODS["ocsft"], 20, 3, 0, "q", 0, 1, resample=True)
+    assert view_orders(TRAINING_METHODS["single_order"], 20, 3, 0, "q", 0, 0) == views[:1]  # OC-SFT's anchor
+    assert view_orders(TRAINING_METHODS["debiasfirst_pointwise"], 20, 3, 0, "q", 0, 0) == views[:1]
+    perm = view_orders(TRAINING_METHODS["perm_aug"], 20, 2, 0, "q", 0, 0)
+    assert len(perm) == 1 and perm[0] != identity and perm != view_orders(TRAINING_METHODS["perm_aug"], 20, 2, 0, "q", 0, 1)
 
 
 def test_view_markers_per_method():
     """The marker channel: fixed methods label every view [1] … [B]; marker-diverse SFT relabels each view by a
     seeded permutation drawn anew every epoch; the marker penalty adds a view in the anchor's order whose
     markers alone are relabelled, the same in every epoch."""
-    from posbias.methods import METHODS
+    from posbias.methods import TRAINING_METHODS
     from posbias.training.pointwise import view_markers, view_orders
 
-    assert view_markers(METHODS["ocsft"], 20, 2, 0, "q", 0, 0) == [None, None]
-    drawn = view_markers(METHODS["marker_sft"], 20, 1, 0, "q", 0, 0)
+    assert view_markers(TRAINING_METHODS["ocsft"], 20, 2, 0, "q", 0, 0) == [None, None]
+    drawn = view_markers(TRAINING_METHODS["marker_sft"], 20, 1, 0, "q", 0, 0)
     assert len(drawn) == 1 and sorted(drawn[0]) == list(range(1, 21)) and drawn[0] != tuple(range(1, 21))
-    assert drawn != view_markers(METHODS["marker_sft"], 20, 1, 0, "q", 0, 1)  # anew each epoch
-    assert drawn == view_markers(METHODS["marker_sft"], 20, 1, 0, "q", 0, 0)  # seeded
-    orders = view_orders(METHODS["ocsft_markers"], 20, 2, 0, "q", 0, 0)
-    assert orders == view_orders(METHODS["ocsft"], 20, 2, 0, "q", 0, 0) + [list(range(20))]  # OC-SFT's + the anchor
-    penalised = view_markers(METHODS["ocsft_markers"], 20, len(orders), 0, "q", 0, 0)
+    assert drawn != view_markers(TRAINING_METHODS["marker_sft"], 20, 1, 0, "q", 0, 1)  # anew each epoch
+    assert drawn == view_markers(TRAINING_METHODS["marker_sft"], 20, 1, 0, "q", 0, 0)  # seeded
+    orders = view_orders(TRAINING_METHODS["ocsft_markers"], 20, 2, 0, "q", 0, 0)
+    assert orders == view_orders(TRAINING_METHODS["ocsft"], 20, 2, 0, "q", 0, 0) + [list(range(20))]  # OC-SFT's + the anchor
+    penalised = view_markers(TRAINING_METHODS["ocsft_markers"], 20, len(orders), 0, "q", 0, 0)
     assert penalised[:2] == [None, None] and sorted(penalised[2]) == list(range(1, 21))
-    assert penalised[2] != tuple(range(1, 21)) and penalised == view_markers(METHODS["ocsft_markers"], 20, 3, 0, "q", 0, 5)
+    assert penalised[2] != tuple(range(1, 21)) and penalised == view_markers(TRAINING_METHODS["ocsft_markers"], 20, 3, 0, "q", 0, 5)
 
 
 def test_a_label_budget_keeps_the_first_queries_by_id_and_nests():

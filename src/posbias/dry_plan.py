@@ -26,7 +26,7 @@ import yaml
 from posbias import config as pbconfig
 from posbias import orders, paths, schemas
 from posbias.errors import PosbiasError
-from posbias.plan import FAMILIES, plan_orders, serving, serving_settings, serving_table, summary, table, with_seconds
+from posbias.plan import JOB_FAMILIES, plan_orders, serving, serving_settings, serving_table, summary, table, with_seconds
 
 STAND_INS = Path(__file__).resolve().parents[2] / "docs" / "plan" / "standins.yaml"
 # Shuffled orders counted per rerank job: every shuffle of a stand-in reranks the same passages, so the others
@@ -155,7 +155,7 @@ def readme_block(summaries: dict[str, tuple[pl.DataFrame, str]]) -> str:
              "(transformers) | device-hours (vLLM) |", "|---|---|---|---|---|---|---|---|"]
     for stem, (summary_, _, _, on_vllm) in summaries.items():
         parts = [(f, summary_.filter(pl.col("family") == f), on_vllm.filter(pl.col("family") == f))
-                 for f in FAMILIES if f in set(summary_["family"])]
+                 for f in JOB_FAMILIES if f in set(summary_["family"])]
         for family, part, vllm_part in [*parts, ("all", summary_, on_vllm)]:
             lines.append(f"| {stem} | {family} | {part['jobs'].sum():,} | {part['model_loads'].sum():,} | "
                          f"{part['calls'].sum():,} | {part['prompt_tokens'].sum():,} | "

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-FAMILIES = ("listwise", "pointwise")
+TRAINING_FAMILY_NAMES = ("listwise", "pointwise")
 VIEWS = ("anchor", "anchor+permutations", "one_permutation")
 MARKERS = ("fixed", "drawn", "penalty")
 
@@ -53,8 +53,8 @@ class TrainingMethod:
     ours: bool = False  # our construction of a baseline a paper names without its form: tables print the label
 
     def __post_init__(self) -> None:
-        if self.family not in FAMILIES:
-            raise ValueError(f"training method {self.name}: family {self.family!r} is not one of {FAMILIES}")
+        if self.family not in TRAINING_FAMILY_NAMES:
+            raise ValueError(f"training method {self.name}: family {self.family!r} is not one of {TRAINING_FAMILY_NAMES}")
         if self.views not in VIEWS:
             raise ValueError(f"training method {self.name}: views {self.views!r} is not one of {VIEWS}")
         if self.markers not in MARKERS:
@@ -75,7 +75,7 @@ class TrainingMethod:
         return self.ips and "rank" in self.terms
 
 
-METHODS: dict[str, TrainingMethod] = {m.name: m for m in (
+TRAINING_METHODS: dict[str, TrainingMethod] = {m.name: m for m in (
     TrainingMethod("first", "listwise", "Rank + LM", "First: rank loss + LM loss", terms=("rank", "lm")),
     TrainingMethod("debiasfirst", "listwise", "Rank-IPS + LM", "DebiasFirst: IPS-weighted rank loss + LM loss",
                    terms=("rank", "lm"), ips=True),
@@ -139,11 +139,11 @@ def reads_hyper(method: str, key: str) -> bool:
 def get(name: str) -> TrainingMethod:
     """The method called ``name``; a one-line error listing the known ones otherwise."""
     try:
-        return METHODS[name]
+        return TRAINING_METHODS[name]
     except KeyError:
-        raise ValueError(f"training method {name!r} is unknown; use one of {', '.join(METHODS)}") from None
+        raise ValueError(f"training method {name!r} is unknown; use one of {', '.join(TRAINING_METHODS)}") from None
 
 
 def names(family: str | None = None) -> list[str]:
     """The method names, of one family if given, in registry order."""
-    return [n for n, m in METHODS.items() if family is None or m.family == family]
+    return [n for n, m in TRAINING_METHODS.items() if family is None or m.family == family]

@@ -19,13 +19,13 @@ from posbias.permute import derive_seed, fisher_yates, move_to_position
 
 # The order grammar: kind -> (takes an index, what it means). Everything that names orders (the
 # wildcard constraint, the config checks, table labels) is derived from this.
-KINDS: dict[str, tuple[bool, str]] = {
+ORDER_KINDS: dict[str, tuple[bool, str]] = {
     "original": (False, "the first-stage order"),
     "shuffled": (True, "seeded shuffle number <s> (0-based)"),
     "position": (True, "the top-k with its best relevant passage moved to input position <p> (1-based)"),
 }
-PATTERN = "|".join(f"{kind}-\\d+" if indexed else kind for kind, (indexed, _) in KINDS.items())
-GRAMMAR = ", ".join(f"{kind}-<n>" if indexed else kind for kind, (indexed, _) in KINDS.items())
+PATTERN = "|".join(f"{kind}-\\d+" if indexed else kind for kind, (indexed, _) in ORDER_KINDS.items())
+GRAMMAR = ", ".join(f"{kind}-<n>" if indexed else kind for kind, (indexed, _) in ORDER_KINDS.items())
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class Order:
 def parse(order: str) -> Order:
     """The :class:`Order` an ``order`` wildcard value names; ValueError with the grammar otherwise."""
     kind, _, index = order.partition("-")
-    indexed = KINDS.get(kind, (None,))[0]
+    indexed = ORDER_KINDS.get(kind, (None,))[0]
     if indexed is None or indexed != bool(index) or (index and not (index.isascii() and index.isdigit())):
         raise ValueError(f"order {order!r}: expected one of {GRAMMAR}")
     if kind == "position" and int(index) < 1:
@@ -63,7 +63,7 @@ def position(p: int) -> str:
 
 def prefix(kind: str) -> str:
     """What every name of an indexed ``kind`` starts with (for column filters: ``str.starts_with``)."""
-    if not KINDS[kind][0]:
+    if not ORDER_KINDS[kind][0]:
         raise ValueError(f"order kind {kind!r} takes no index")
     return f"{kind}-"
 
@@ -71,7 +71,7 @@ def prefix(kind: str) -> str:
 def is_kind(name: str, kind: str) -> bool:
     """Whether the order called ``name`` is of ``kind`` (``original``, ``shuffled``, ``position``), by its name
     alone (no check of the rest: the config checks call it before :func:`parse` reports a bad name)."""
-    return name.startswith(prefix(kind)) if KINDS[kind][0] else name == kind
+    return name.startswith(prefix(kind)) if ORDER_KINDS[kind][0] else name == kind
 
 
 def index_of(name: str) -> int:

@@ -231,11 +231,11 @@ def check_experiments(config: dict) -> None:
                     debias.options(config["reranking"], name)  # e.g. a variant that is not defined
                 except ValueError as exc:
                     raise ValueError(f"config: {where}.{key}: {exc}") from None
-                problem = debias.METHODS[spec.method].check(family, debias.options(config["reranking"], name))
+                problem = debias.DEBIAS_METHODS[spec.method].check(family, debias.options(config["reranking"], name))
                 if problem:
                     raise ValueError(f"config: {where}.{key}: {name} on {e['model']!r}, a {family} scorer, {problem}")
-                if family not in debias.METHODS[spec.method].families:
-                    fits = ", ".join(n for n, m in debias.METHODS.items() if family in m.families)
+                if family not in debias.DEBIAS_METHODS[spec.method].families:
+                    fits = ", ".join(n for n, m in debias.DEBIAS_METHODS.items() if family in m.families)
                     raise ValueError(f"config: {where}.{key}: {name} does not apply to {e['model']!r}, a {family} "
                                      f"scorer (a pointwise scorer's BSC@K comes from its shuffled orders in the "
                                      f"stability stage); use one of {fits}")

@@ -96,7 +96,7 @@ def ignored_setting(config) -> str | None:
         except ValueError:
             continue  # the unknown method gets its own line
         if not method.ema_teacher:
-            teachers = [m.name for m in methods.METHODS.values() if m.ema_teacher]
+            teachers = [m.name for m in methods.TRAINING_METHODS.values() if m.ema_teacher]
             return (f"config: training.{name}.hyper.ema_decay: method {method.name!r} has no EMA teacher, so the "
                     f"decay would be ignored; remove it, or use a method with one ({', '.join(teachers)})")
     return None

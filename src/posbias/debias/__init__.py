@@ -19,7 +19,7 @@ from posbias.debias.catalog import (
     AGGREGATE_LISTS,
     AVERAGE_SCORES,
     GRAMMAR,
-    METHODS,
+    DEBIAS_METHODS,
     PATTERN,
     VARIANT,
     DebiasMethod,
@@ -50,7 +50,7 @@ from posbias.debias.maths import (
     rrf_consensus,
 )
 
-__all__ = ["AGGREGATE_LISTS", "AVERAGE_SCORES", "CAPCAL_COUNTERS", "EXACT_KEMENY_MAX", "GRAMMAR", "METHODS",
+__all__ = ["AGGREGATE_LISTS", "AVERAGE_SCORES", "CAPCAL_COUNTERS", "EXACT_KEMENY_MAX", "GRAMMAR", "DEBIAS_METHODS",
            "PATTERN", "VARIANT", "DebiasMethod", "DebiasSpec", "aggregate", "borda", "bsc", "capcal_alpha",
            "capcal_scores", "capcal_slot_scores", "combine", "kemeny", "kendall_distance_total", "lists", "local_search", "options",
            "pairwise_counts", "parse", "pattern", "placeholder", "probe_channel", "rrf_consensus", "shuffle_combine", "wrap"]

@@ -6,7 +6,7 @@ A ``debias`` value is a method name, with ``@K`` for the methods that take a num
 those with named variants (``capcal@NAME``: the content-free placeholder, its length and α of
 ``reranking.capcal.variants.NAME``, to sweep them; ``skeleton@NAME``: the answer skeleton the probe reads
 with, :data:`posbias.prompts.SKELETONS`). The wildcard constraints,
-the config checks, the table labels and the reranking jobs all read :data:`METHODS`; nothing else
+the config checks, the table labels and the reranking jobs all read :data:`DEBIAS_METHODS`; nothing else
 lists these names.
 
 Two levels:
@@ -142,7 +142,7 @@ def _capcal(base, spec, seed, settings):
                                                          placeholder(settings))
 
 
-METHODS: dict[str, DebiasMethod] = {m.name: m for m in (
+DEBIAS_METHODS: dict[str, DebiasMethod] = {m.name: m for m in (
     DebiasMethod("none", False, "no debiasing", None, families=frozenset({"listwise", "pointwise"})),
     DebiasMethod("capcal", False, "CapCal (content-agnostic calibration){variant}", _capcal, takes_variant=True,
                  settings=_capcal_settings, families=frozenset({"listwise", "pointwise"}), check=_capcal_check,
@@ -185,12 +185,12 @@ VARIANT = "[a-z][a-z0-9_-]*"  # a variant name starts with a letter, so it never
 def pattern(level: str | None = None) -> str:
     """The regular expression of the ``debias`` values of one level (None: all)."""
     return "|".join(f"{n}@[1-9]\\d*" if m.takes_k else f"{n}(?:@{VARIANT})?" if m.takes_variant else n
-                    for n, m in METHODS.items() if level is None or m.level == level)
+                    for n, m in DEBIAS_METHODS.items() if level is None or m.level == level)
 
 
 PATTERN = pattern()
 GRAMMAR = ", ".join(f"{n}@K" if m.takes_k else f"{n}[@VARIANT]" if m.takes_variant else n
-                    for n, m in METHODS.items())
+                    for n, m in DEBIAS_METHODS.items())
 
 
 @dataclass(frozen=True)
@@ -207,17 +207,17 @@ class DebiasSpec:
 
     @property
     def label(self) -> str:
-        return METHODS[self.method].label.format(k=self.k, variant=f", variant {self.variant}" if self.variant else "")
+        return DEBIAS_METHODS[self.method].label.format(k=self.k, variant=f", variant {self.variant}" if self.variant else "")
 
     @property
     def level(self) -> str:
-        return METHODS[self.method].level
+        return DEBIAS_METHODS[self.method].level
 
 
 def parse(name: str) -> DebiasSpec:
     """The :class:`DebiasSpec` of a ``debias`` value; ValueError naming the grammar otherwise."""
     method, at, arg = name.partition("@")
-    entry = METHODS.get(method)
+    entry = DEBIAS_METHODS.get(method)
     if entry is not None and entry.takes_variant and (not at or re.fullmatch(VARIANT, arg)):
         return DebiasSpec(method, variant=arg or None)
     if entry is None or entry.takes_k != bool(at) or (at and not (arg.isascii() and arg.isdigit() and int(arg) >= 1)):
@@ -230,7 +230,7 @@ def probe_channel(name: str) -> str | None:
     """The presentation channel a ``debias`` value probes (``rename@1``: markers, ``skeleton@NAME``: the
     skeleton), None for a method that probes none or a K > 1 view."""
     spec = parse(name)
-    entry = METHODS[spec.method]
+    entry = DEBIAS_METHODS[spec.method]
     return entry.probe if entry.probe and (not entry.takes_k or spec.k == 1) else None
 
 
@@ -238,14 +238,14 @@ def options(reranking: dict, name: str) -> dict:
     """The settings debiasing method ``name`` reads from a validated ``reranking`` config section (outside
     the workflow: ``options(config.defaults("reranking"), name)``)."""
     spec = parse(name)
-    return METHODS[spec.method].settings(reranking, spec)
+    return DEBIAS_METHODS[spec.method].settings(reranking, spec)
 
 
 def _list_level(name: str) -> tuple[DebiasSpec, DebiasMethod]:
     spec = parse(name)
     if spec.level != "list":
         raise ValueError(f"debias {name!r} wraps a reranker; it combines no lists")
-    return spec, METHODS[spec.method]
+    return spec, DEBIAS_METHODS[spec.method]
 
 
 def lists(name: str) -> list[str]:
@@ -267,5 +267,5 @@ def wrap(base, name: str, seed: int, settings: dict):
     spec = parse(name)
     if spec.level != "window":
         raise ValueError(f"debias {name!r} combines reranked lists (posbias.debias.list_level); it does not wrap a reranker")
-    build = METHODS[spec.method].build
+    build = DEBIAS_METHODS[spec.method].build
     return base if build is None else build(base, spec, seed, settings)

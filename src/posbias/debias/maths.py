@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import combinations
 
 import numpy as np
@@ -218,7 +218,7 @@ def _kemeny_or_local(rankings: Sequence[Sequence[str]]) -> list[str]:
 
 # PermSC's rank aggregations by name (``reranking.permsc_aggregation``; config/schema.yaml's enum lists the same
 # names, a test checks): each takes several rankings of the same items and returns their central ranking
-AGGREGATIONS = {"kemeny": _kemeny_or_local, "borda": borda, "rrf": rrf_consensus}
+AGGREGATIONS: dict[str, Callable[[Sequence[Sequence[str]]], list[str]]] = {"kemeny": _kemeny_or_local, "borda": borda, "rrf": rrf_consensus}
 
 
 def aggregate(rankings: Sequence[Sequence[str]], method: str) -> list[str]:

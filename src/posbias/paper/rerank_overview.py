@@ -11,7 +11,7 @@ from posbias.paper.writers import Table, fmt
 def rerank_table(summary: pl.DataFrame, window: int, step: int) -> Table:
     """Per experiment and debiasing method: quality (nDCG@10 original and shuffled), stability
     (τ-PSI, position-curve ends and spread) and cost (model calls, prompt tokens, seconds per query)."""
-    registered = list(debias.METHODS)
+    registered = list(debias.DEBIAS_METHODS)
     rows = sorted(summary.iter_rows(named=True), key=lambda r: (
         r["dataset"], r["model"], registered.index(debias.parse(r["debias"]).method), r["debias"]))
     view = pl.DataFrame([{

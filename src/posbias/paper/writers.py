@@ -51,9 +51,7 @@ def write(table: Table, stem: str | Path, title: str) -> list[Path]:
     # a builder whose config gave it nothing should say why (view_or_none); one that did not still writes a
     # table Markdown and pdflatex read, not one without columns
     view = table.view if table.view.columns else view_or_none([], "rows", "none in this run")
-    header = "| " + " | ".join(view.columns) + " |"
-    lines = [f"# {title}", "", header, "|" + "---|" * len(view.columns)]
-    lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in view.iter_rows()]
+    lines = [f"# {title}", "", *markdown_rows(view)]
     origin = provenance.line()
     record = json.dumps(provenance.record(), sort_keys=True)
     lines += ["", table.notes, "", f"_{origin}_", "", f"<!-- {provenance.KEY} {record} -->", ""]
@@ -64,6 +62,19 @@ def write(table: Table, stem: str | Path, title: str) -> list[Path]:
         table.data.write_csv(tmp_csv)
         tmp_tex.write_text(latex)
     return [md, csv, tex]
+
+
+def markdown_rows(view: pl.DataFrame) -> list[str]:
+    """A GitHub Markdown table of ``view``'s cells as they are, a literal ``|`` in a cell escaped.
+
+    Hand-written rather than tabulate's ``github`` format: tabulate pads every cell to its column's width, so a
+    row could no longer be found by its cells (``| sim-grades (ref.) | none |``), which is how the tests, the docs'
+    checks and ``posbias compare`` read these tables, and a wide column pads every row of the file."""
+    def cell(value) -> str:
+        return str(value).replace("|", "\\|")
+
+    lines = ["| " + " | ".join(map(cell, view.columns)) + " |", "|" + "---|" * len(view.columns)]
+    return lines + ["| " + " | ".join(map(cell, row)) + " |" for row in view.iter_rows()]
 
 
 # What pdflatex cannot typeset from UTF-8 without help, as the macros it can (math symbols need amssymb for the

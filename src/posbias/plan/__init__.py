@@ -33,7 +33,7 @@ the comparison with a run's cost files). Every name is importable from ``posbias
 """
 
 from posbias.plan.counting import (
-    FAMILIES,
+    JOB_FAMILIES,
     ORDER_SCHEMA,
     SIMULATED,
     TRAIN_SAMPLE,
@@ -70,7 +70,7 @@ from posbias.plan.token_counters import RULE_OF_THUMB, MemoTokenizer, RuleOfThum
 __all__ = [
     "Counting",
     "DEFAULT_ENGINE",
-    "FAMILIES",
+    "JOB_FAMILIES",
     "MemoTokenizer",
     "ORDER_SCHEMA",
     "RULE_OF_THUMB",

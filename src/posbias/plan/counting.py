@@ -21,7 +21,7 @@ from posbias.rerankers import Window, model_kinds
 from posbias.training import families
 from posbias.training.spec import check_warmup
 
-FAMILIES = ("rerank", "propensity_rerank", "silver_labels", "pool_design", "train")
+JOB_FAMILIES = ("rerank", "propensity_rerank", "silver_labels", "pool_design", "train")
 
 
 ORDER_SCHEMA = {"family": pl.String, "model": pl.String, "dataset": pl.String, "retriever": pl.String,

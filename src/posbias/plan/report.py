@@ -7,7 +7,7 @@ import polars as pl
 
 from posbias import config as pbconfig
 from posbias import debias, paths, schemas, silver
-from posbias.plan.counting import FAMILIES
+from posbias.plan.counting import JOB_FAMILIES
 from posbias.training import families
 
 
@@ -62,7 +62,7 @@ def table(summary_: pl.DataFrame, device: str):
     rows = [cells(f, m, summary_.filter((pl.col("family") == f) & (pl.col("model") == m)))
             for f, m in summary_.select("family", "model").iter_rows()]
     rows += [cells(f, "all", summary_.filter(pl.col("family") == f))
-             for f in FAMILIES if f in set(summary_["family"])]
+             for f in JOB_FAMILIES if f in set(summary_["family"])]
     rows.append(cells("all", "all", summary_))
     notes = (f"Device-hours on {device} from the throughput table: model loads + calls · seconds per call + prompt "
              "tokens / tokens per second (training: tokens × train_factor, shared by its GPUs, each loading the "

@@ -11,8 +11,8 @@ figure from result files, and :mod:`~posbias.reproduction.matrix` binds, measure
 from posbias.reproduction.expected import Expected, load
 from posbias.reproduction.identity import Names, resolve
 from posbias.reproduction.matrix import DIFFERS, NOT_RUN, OK, Plan, bind, compute, measure, plan, row, summary, summary_of, table
-from posbias.reproduction.files import SCHEMAS
+from posbias.reproduction.files import RESULT_SCHEMAS
 from posbias.reproduction.statistics import STATISTICS, Measured, NotRun, Statistic
 
-__all__ = ["DIFFERS", "Expected", "Measured", "NOT_RUN", "Names", "NotRun", "OK", "Plan", "SCHEMAS", "STATISTICS", "Statistic",
+__all__ = ["DIFFERS", "Expected", "Measured", "NOT_RUN", "Names", "NotRun", "OK", "Plan", "RESULT_SCHEMAS", "STATISTICS", "Statistic",
            "bind", "compute", "load", "measure", "plan", "resolve", "row", "summary", "summary_of", "table"]

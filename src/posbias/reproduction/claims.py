@@ -87,7 +87,7 @@ def late_positions_lose(metrics):
 def _claimed(metrics, claim: str) -> list[tuple[debias.DebiasSpec, str]]:
     """The experiment's debiasing methods whose registry entry names ``claim`` (``DebiasMethod.claim``)."""
     specs = {m: debias.parse(m) for m in metrics if m != "none"}
-    return [(spec, m) for m, spec in specs.items() if debias.METHODS[spec.method].claim == claim]
+    return [(spec, m) for m, spec in specs.items() if debias.DEBIAS_METHODS[spec.method].claim == claim]
 
 
 def permsc_beats_one_list(metrics):

@@ -1,5 +1,5 @@
 """Which result files a figure of the reproduction matrix reads: the workflow's own paths for each kind of
-result (:data:`SCHEMAS`), the files a bound condition needs (each :class:`~posbias.reproduction.statistics.Statistic`'s
+result (:data:`RESULT_SCHEMAS`), the files a bound condition needs (each :class:`~posbias.reproduction.statistics.Statistic`'s
 ``files``) and every file a config's DAG makes (:func:`available`), so the ``reproduction`` rule declares exactly
 its inputs."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 from posbias import config as pbconfig
 from posbias import debias, paths
 
-SCHEMAS = {"retrieval": "metrics", "rerank": "rerank_metrics", "stability": "stability", "decisions": "decisions",
+RESULT_SCHEMAS = {"retrieval": "metrics", "rerank": "rerank_metrics", "stability": "stability", "decisions": "decisions",
            "pool": "pool", "propensity": "propensity_samples", "listwise": "listwise"}
 
 
@@ -81,7 +81,7 @@ def aggregate_files(bound: dict, available: set[str]) -> list[str]:
 
 
 def available(config: dict) -> set[str]:
-    """Every result file of :data:`SCHEMAS`' kinds that a (prepared) config's DAG makes."""
+    """Every result file of :data:`RESULT_SCHEMAS`' kinds that a (prepared) config's DAG makes."""
     files = {path("retrieval", dataset=d, retriever=r) for d, r in pbconfig.grid(config)}
     files |= {path("rerank", m, d, r, b) for m, d, r, b in pbconfig.summaries(config)}
     files |= {path("stability", *target) for target in pbconfig.stability_targets(config)}

@@ -22,7 +22,7 @@ from posbias.paper.writers import Table
 from posbias.reproduction.expected import Expected, load
 from posbias.reproduction.identity import Names, resolve
 from posbias.reproduction.identity import load as load_identities
-from posbias.reproduction.files import SCHEMAS, available
+from posbias.reproduction.files import RESULT_SCHEMAS, available
 from posbias.reproduction.statistics import STATISTICS, Measured, NotRun
 
 OK, DIFFERS, NOT_RUN = "OK", "differs", "not run"
@@ -215,7 +215,7 @@ def compute(expected: list[str], bindings: str, read: Callable[[str, str], pl.Da
         if "reason" in binding:
             rows.append(row(figure, binding["reason"]))
             continue
-        kind = SCHEMAS[STATISTICS[figure.statistic].source]
+        kind = RESULT_SCHEMAS[STATISTICS[figure.statistic].source]
         frame = pl.concat([loaded.setdefault(p, read(p, kind)) for p in binding["files"]])
         try:
             rows.append(row(figure, measure(figure, binding["bound"], frame)))

@@ -25,6 +25,8 @@ P(output rank | input position) can be computed from the simulator alone.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from posbias import config
@@ -38,7 +40,7 @@ def _centred_square(p: np.ndarray, k: int) -> np.ndarray:
 
 # The positional priors over input positions p = 0 … k−1 of a window of k > 1 (higher = favoured), by name;
 # config/schema.yaml's `prior` enum lists the same names (a test checks)
-PRIORS = {
+PRIORS: dict[str, Callable[[np.ndarray, int], np.ndarray]] = {
     "none": lambda p, k: np.zeros(k),
     "linear": lambda p, k: 1.0 - p / (k - 1),
     "primacy": lambda p, k: np.exp(-p / 2.0),

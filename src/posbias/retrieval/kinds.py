@@ -26,7 +26,7 @@ from pathlib import Path
 
 from posbias import registry
 
-TABLES = ("queries", "corpus", "qrels")  # the dataset tables a search may read
+DATASET_TABLES = ("queries", "corpus", "qrels")  # the dataset tables a search may read
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ class RetrievalJob:
 
 
 # By config name; config/schema.yaml's retriever `kind` enum lists the same names (a test checks).
-KINDS: dict[str, RetrieverKind] = {
+RETRIEVER_KINDS: dict[str, RetrieverKind] = {
     "bm25": RetrieverKind("BM25 over a Lucene index (pyserini)", "posbias.retrieval.lucene:search_job",
                           index="posbias.retrieval.lucene:index_job"),
     "dense": RetrieverKind("a bi-encoder over a flat faiss index (pyserini encoders)",
@@ -81,12 +81,12 @@ KINDS: dict[str, RetrieverKind] = {
 
 def get(name: str) -> RetrieverKind:
     """The registered kind ``name``; ValueError naming the registered ones otherwise."""
-    return registry.entry(KINDS, name, "retriever kind")
+    return registry.entry(RETRIEVER_KINDS, name, "retriever kind")
 
 
 def names(indexed: bool | None = None) -> list[str]:
     """The kind names, only those that build an index (``indexed=True``) or only those that do not."""
-    return [n for n, k in KINDS.items() if indexed is None or (k.index is not None) == indexed]
+    return [n for n, k in RETRIEVER_KINDS.items() if indexed is None or (k.index is not None) == indexed]
 
 
 def build_index(kind: str, job: RetrievalJob, out: Path) -> None:

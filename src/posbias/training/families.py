@@ -74,8 +74,8 @@ def _pointwise_inputs(config: dict, run: dict) -> dict[str, str]:
             "corpus": paths.data(run["data"], "corpus")}
 
 
-# By name; posbias.methods.FAMILIES lists the same names (a test checks).
-FAMILIES: dict[str, TrainingFamily] = {
+# By name; posbias.methods.TRAINING_FAMILY_NAMES lists the same names (a test checks).
+TRAINING_FAMILIES: dict[str, TrainingFamily] = {
     "listwise": TrainingFamily(
         "First's rank and LM terms on listwise instances (First, DebiasFirst, the ablations)", _listwise_inputs,
         "posbias.training.listwise:read_inputs", "posbias.training.listwise:setup",
@@ -90,9 +90,9 @@ FAMILIES: dict[str, TrainingFamily] = {
 
 def get(name: str) -> TrainingFamily:
     """The registered family ``name``; ValueError naming the registered ones otherwise."""
-    return registry.entry(FAMILIES, name, "training family")
+    return registry.entry(TRAINING_FAMILIES, name, "training family")
 
 
 def of(method: str) -> TrainingFamily:
-    """The family of training method ``method`` (a name of :data:`posbias.methods.METHODS`)."""
+    """The family of training method ``method`` (a name of :data:`posbias.methods.TRAINING_METHODS`)."""
     return get(methods.get(method).family)
