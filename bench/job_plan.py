@@ -2,7 +2,7 @@
 
     python bench/job_plan.py config/paper/debiasfirst.yaml config/paper/ocsft.yaml [--snakefile PATH]
 
-Prints one line per config: every job, the jobs that go to sbatch (rules not in ``localrules``), the
+Prints one line per config: every job, the jobs that go to sbatch (of rules without ``localrule: True``), the
 dry run's wall seconds (issue 55's target: at most 15 s a preset on a quiet 2-CPU machine), the
 model loads (every job of a rule that loads a model: rerank, propensity_rerank, silver_labels with a
 model teacher, train, and index/retrieve of dense and SPLADE encoders) and the rerank jobs alone. Local
@@ -28,24 +28,24 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 from posbias import config as pbconfig
+from posbias.retrieval.kinds import RETRIEVER_KINDS
 
 LOADS_A_MODEL = {"rerank", "propensity_rerank", "train"}
 
 
-def localrules(snakefile: Path) -> set[str]:
-    """The rules the Snakefile's ``localrules:`` block names (a dry run prints every job as ``rule``)."""
-    lines = snakefile.read_text().split("localrules:\n", 1)[1].splitlines()
-    names = []
-    for line in lines:
-        if not line.startswith(" "):
-            break
-        names += [n.strip() for n in line.split(",") if n.strip()]
-    return set(names)
+def local_rules(snakefile: Path) -> set[str]:
+    """The rules that run on the submitting host (each declares ``localrule: True``), as Snakemake parses them."""
+    from snakemake.api import SnakemakeApi
+    from snakemake.settings.types import ResourceSettings
+
+    with SnakemakeApi() as api:
+        workflow = api.workflow(resource_settings=ResourceSettings(cores=1), snakefile=snakefile,
+                                workdir=snakefile.parent)._workflow
+        return set(workflow._localrules)
 
 
-def dry_run(snakefile: Path, configfile: Path, workdir: Path) -> list[tuple[str, bool, dict]]:
-    """(rule, runs locally, wildcards) of every job a dry run plans."""
-    local = localrules(snakefile)
+def dry_run(snakefile: Path, configfile: Path, workdir: Path, local: set[str]) -> list[tuple[str, bool, dict]]:
+    """(rule, runs locally: in ``local``, wildcards) of every job a dry run plans."""
     spec = yaml.safe_load(configfile.read_text())
     shutil.copytree(snakefile.parent / "config", workdir / "config")  # the default config, deepspeed files
     for entry in spec.get("datasets", {}).values():
@@ -71,7 +71,8 @@ def dry_run(snakefile: Path, configfile: Path, workdir: Path) -> list[tuple[str,
 
 def loads_a_model(rule: str, wildcards: dict, retrievers: dict) -> bool:
     if rule in ("index", "retrieve"):
-        return retrievers.get(wildcards.get("retriever"), {}).get("kind") in ("dense", "splade")
+        kind = retrievers.get(wildcards.get("retriever"), {}).get("kind")
+        return kind in RETRIEVER_KINDS and RETRIEVER_KINDS[kind].encoder
     if rule == "silver_labels":
         return wildcards.get("teacher") != "qrels"
     return rule in LOADS_A_MODEL
@@ -82,11 +83,12 @@ def main() -> None:
     parser.add_argument("configs", nargs="+", type=Path)
     parser.add_argument("--snakefile", type=Path, default=REPO / "Snakefile")
     args = parser.parse_args()
+    local = local_rules(args.snakefile.resolve())
     for configfile in args.configs:
         retrievers = yaml.safe_load(configfile.read_text()).get("retrievers", {})
         with tempfile.TemporaryDirectory() as scratch:
             started = time.perf_counter()
-            jobs = dry_run(args.snakefile.resolve(), configfile, Path(scratch))
+            jobs = dry_run(args.snakefile.resolve(), configfile, Path(scratch), local)
             seconds = time.perf_counter() - started
         rules = Counter(rule for rule, _, _ in jobs)
         print(f"{configfile}: jobs={len(jobs)} dry_run_s={seconds:.1f} sbatch={sum(not local for _, local, _ in jobs)} "

@@ -113,10 +113,11 @@ def spread(mean, sd) -> str:
     return number(mean) if sd is None or sd != sd else f"{number(mean)} ± {number(sd)}"
 
 
-def modes_rows() -> list[str]:
-    """docs/results.md's table of the second stage: one column per (reader, collection) it ran, in its config's
-    order, with the same rows as far as each reader's orders give them ("–" where they do not)."""
-    folder = RESULTS / MODES
+def modes_rows(study: str = MODES, model: str = "SmolLM2-135M-Instruct") -> list[str]:
+    """docs/results.md's table of the second stage on ``model`` (the study folder ``study``): one column per
+    (reader, collection) it ran, in its config's order, with the same rows as far as each reader's orders give them
+    ("–" where they do not)."""
+    folder = RESULTS / study
     rerank = pl.read_csv(folder / "tables" / "rerank.csv")
     claims = {(r["model"], r["dataset"], r["claim"]): r for r in pl.read_csv(folder / "tables" / "claims.csv").to_dicts()}
     config = yaml.safe_load((folder / "config.yaml").read_text())
@@ -137,7 +138,7 @@ def modes_rows() -> list[str]:
         return cells[(model, dataset, "none")]
 
     return [
-        "| SmolLM2-135M-Instruct | " + " | ".join(f"{modes[m]} · {d.upper()}" for m, d in columns) + " |",
+        f"| {model} | " + " | ".join(f"{modes[m]} · {d.upper()}" for m, d in columns) + " |",
         "|---|" + "---|" * len(columns),
         row("queries", lambda m, d: str(plain(m, d)["queries"])),
         row("nDCG@10, first-stage order", lambda m, d: number(plain(m, d)["ndcg10_original"])),
