@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 
 import polars as pl
 import pytest
@@ -283,3 +284,18 @@ def test_the_docs_show_the_current_presets_plans(preset_plans):
         "run: python -m posbias.dry_plan --readme docs/presets.md config/paper/*.yaml"
     totals = {m.group(1): int(m.group(2).replace(",", "")) for m in re.finditer(r"\| (\w+) \| all \| ([\d,]+) \|", block)}
     assert set(totals) == {"capcal", "debiasfirst", "ocsft"} and all(v > 0 for v in totals.values())
+
+
+def test_the_job_plan_bench_counts_a_configs_jobs(capsys, monkeypatch):
+    """bench/job_plan.py (jobs, sbatch jobs and model loads of a dry run; the dry-run seconds issue 55 targets) runs:
+    the quick start plans local table jobs beside its sbatch jobs, and its two rerank jobs load a model each."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("job_plan", REPO / "bench" / "job_plan.py")
+    job_plan = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(job_plan)
+    monkeypatch.setattr(sys, "argv", ["job_plan.py", str(REPO / "config" / "examples" / "quickstart.yaml")])
+    job_plan.main()
+    fields = dict(kv.split("=") for kv in capsys.readouterr().out.split(": ", 1)[1].split())
+    assert 0 < int(fields["sbatch"]) < int(fields["jobs"]), fields
+    assert int(fields["rerank"]) >= 1 and int(fields["model_loads"]) >= int(fields["rerank"]), fields
