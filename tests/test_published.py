@@ -21,6 +21,7 @@ STUDY = RESULTS / "real-llms-first"  # SmolLM2-135M-Instruct: the default run re
 STUDIES = {"real-llms-first": "real-llms-first.yaml", "real-llms-first-gemma3": "real-llms-first-gemma3.yaml"}
 # The second stage (SmolLM2's other readers and DL20), its table in docs/results.md: one column per reader
 MODES = "real-llms-modes"
+MODES_GEMMA = "real-llms-modes-gemma3"  # the same design on Gemma-3-270M, its own table in docs/results.md
 # The third stage (the Grades scorer on both models), its table in docs/results.md: one column per model
 GRADES = "real-llms-grades"
 # The fine-tuning study (tests/test_real_finetune.py reruns its slice), its table in docs/results.md
@@ -29,8 +30,9 @@ FINETUNE = "real-finetune"
 SLOTS = "real-llms-slots"
 # OC-SFT's claim at toy scale (tests/test_run_ocsft_toy.py checks its claims and reruns its slice)
 OCSFT_TOY = "ocsft-toy"
-PUBLISHED = {**STUDIES, MODES: "real-llms-modes.yaml", GRADES: "real-llms-grades.yaml", SLOTS: "real-llms-slots.yaml",
-             FINETUNE: "real-finetune.yaml", OCSFT_TOY: "ocsft-toy.yaml"}
+PUBLISHED = {**STUDIES, MODES: "real-llms-modes.yaml", MODES_GEMMA: "real-llms-modes-gemma3.yaml",
+             GRADES: "real-llms-grades.yaml", SLOTS: "real-llms-slots.yaml", FINETUNE: "real-finetune.yaml",
+             OCSFT_TOY: "ocsft-toy.yaml"}
 
 
 @pytest.mark.parametrize("study", PUBLISHED)
@@ -160,6 +162,14 @@ def test_the_results_page_shows_the_second_stages_numbers():
     page = (REPO / "docs" / "results.md").read_text()
     missing = [row for row in modes_rows() if row not in page]
     assert not missing, "docs/results.md's second-stage table is not the published one; it gives:\n" + "\n".join(missing)
+
+
+def test_the_results_page_shows_gemmas_second_stage():
+    page = (REPO / "docs" / "results.md").read_text()
+    rows = modes_rows(MODES_GEMMA, "Gemma-3-270M (base)")
+    missing = [row for row in rows if row not in page]
+    assert not missing, "docs/results.md's table of Gemma's second stage is not the published one; it gives:\n" + \
+        "\n".join(rows)
 
 
 def grades_rows() -> list[str]:
