@@ -218,7 +218,8 @@ def _kemeny_or_local(rankings: Sequence[Sequence[str]]) -> list[str]:
 
 # PermSC's rank aggregations by name (``reranking.permsc_aggregation``; config/schema.yaml's enum lists the same
 # names, a test checks): each takes several rankings of the same items and returns their central ranking
-AGGREGATIONS: dict[str, Callable[[Sequence[Sequence[str]]], list[str]]] = {"kemeny": _kemeny_or_local, "borda": borda, "rrf": rrf_consensus}
+AGGREGATIONS: dict[str, Callable[[Sequence[Sequence[str]]], list[str]]] = {
+    "kemeny": _kemeny_or_local, "borda": borda, "rrf": rrf_consensus}
 
 
 def aggregate(rankings: Sequence[Sequence[str]], method: str) -> list[str]:
