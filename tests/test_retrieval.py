@@ -5,7 +5,7 @@ import pytest
 
 from posbias.data.collection import corpus_frame, queries_frame
 from posbias.models import build_tiny_masked_lm, resolve
-from posbias.retrieval import batches, dense, java, lucene, splade
+from posbias.retrieval import dense, java, lucene, splade
 
 CORPUS = corpus_frame(
     ["d1", "d2", "d3", "d4"],
@@ -40,19 +40,9 @@ def test_dense_minilm_is_semantic(tmp_path):
     assert run["doc_id"][0] == "d4" and run.height == 4 and not empty
 
 
-def test_encoder_batches_group_texts_of_similar_length_and_cover_each_row_once():
-    titles, texts = ["", "", "", "", ""], ["a b", "a b c d e", "a", "a b c", "a b c d"]
-    got = batches.by_length(titles, texts, 2)
-    assert got == [[1, 4], [3, 0], [2]]  # longest first; each batch at most 2 rows
-    assert sorted(i for b in got for i in b) == list(range(5))
-    assert batches.by_length([], [], 4) == []
-    with pytest.raises(ValueError, match="batch_size 0"):
-        batches.by_length(titles, texts, 0)
-
-
 def test_the_dense_index_keeps_corpus_order_whatever_the_batching(tmp_path):
-    """Encoding in length-sorted batches puts each vector back on its passage's row: one passage a batch and all
-    in one batch give the same index (to float rounding)."""
+    """Each vector stays on its passage's row: one passage a batch and all in one batch give the same index (to
+    float rounding)."""
     import faiss
     import numpy as np
 

@@ -15,7 +15,7 @@ import numpy as np
 import polars as pl
 from tqdm import tqdm
 
-from posbias.retrieval import batches, lucene
+from posbias.retrieval import lucene
 from posbias.retrieval.java import start_jvm
 from posbias.retrieval.kinds import RetrievalJob
 from posbias.retrieval.lucene import _hits_to_run
@@ -31,15 +31,11 @@ def build_index(corpus: pl.DataFrame, out_dir: Path, model: str, pooling: str, l
     encoder = AutoDocumentEncoder(model, device=device, pooling=pooling, l2_norm=l2_norm)
     ids = corpus["doc_id"].to_list()
     titles, texts = corpus["title"].to_list(), corpus["text"].to_list()
-    order, chunks = [], []
-    for rows in tqdm(batches.by_length(titles, texts, batch_size), desc="encoding corpus", unit="batch",
-                     mininterval=5):
-        chunks.append(encoder.encode([texts[i] for i in rows], titles=[titles[i] for i in rows],
-                                     max_length=max_length))
-        order += rows
-    encoded = np.vstack(chunks)
-    vectors = np.empty(encoded.shape, dtype=np.float32)
-    vectors[order] = encoded  # back in corpus order: the faiss index's row i is ids[i]
+    chunks = []
+    for start in tqdm(range(0, len(ids), batch_size), desc="encoding corpus", unit="batch", mininterval=5):
+        end = start + batch_size
+        chunks.append(encoder.encode(texts[start:end], titles=titles[start:end], max_length=max_length))
+    vectors = np.ascontiguousarray(np.vstack(chunks), dtype=np.float32)
     index = faiss.IndexFlatIP(vectors.shape[1])
     index.add(vectors)
     out_dir = Path(out_dir)

@@ -13,7 +13,7 @@ from pathlib import Path
 import polars as pl
 from tqdm import tqdm
 
-from posbias.retrieval import batches, lucene
+from posbias.retrieval import lucene
 from posbias.retrieval.java import start_jvm
 from posbias.retrieval.kinds import RetrievalJob
 
@@ -25,13 +25,11 @@ def _encode(corpus: pl.DataFrame, model: str, batch_size: int, max_length: int, 
     encoder = SpladeDocumentEncoder(model, device=device)
     ids = corpus["doc_id"].to_list()
     titles, texts = corpus["title"].to_list(), corpus["text"].to_list()
-    impacts: list[dict[str, int]] = [{} for _ in ids]
-    for rows in tqdm(batches.by_length(titles, texts, batch_size), desc="SPLADE encoding", unit="batch",
-                     mininterval=5):
-        weights = encoder.encode([texts[i] for i in rows], titles=[titles[i] for i in rows], max_length=max_length)
-        for i, vec in zip(rows, weights):
-            impacts[i] = {term: int(w) for term, w in vec.items() if int(w) > 0}
-    yield from zip(ids, impacts)  # in corpus order, the order Lucene numbers the documents in
+    for start in tqdm(range(0, len(ids), batch_size), desc="SPLADE encoding", unit="batch", mininterval=5):
+        end = start + batch_size
+        weights = encoder.encode(texts[start:end], titles=titles[start:end], max_length=max_length)
+        for did, vec in zip(ids[start:end], weights):
+            yield did, {term: int(w) for term, w in vec.items() if int(w) > 0}
 
 
 def build_index(corpus: pl.DataFrame, out_dir: Path, model: str, batch_size: int, max_length: int,
