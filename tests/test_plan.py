@@ -231,9 +231,10 @@ def test_the_serving_plan_prices_fixed_and_adaptive_budgets():
     assert view["pw", "bsc@4"]["calls/query"] == "20.0" and view["pw", "bsc@≤4 adaptive"]["calls/query"] == "~10.0–20.0"
 
 
-def test_the_dry_plan_counts_a_few_shuffles_per_job_and_gives_the_others_their_mean(tmp_path):
-    """On stand-ins every shuffle of a job reranks the same passages: counting the first two of six and giving
-    the other four their mean keeps the rows, the calls and (within 0.1%) the prompt tokens of counting all."""
+def test_the_dry_plan_counts_a_few_orders_of_each_kind_and_gives_the_others_their_mean(tmp_path):
+    """On stand-ins every shuffled or position order of an experiment reranks the same passages: counting the
+    first two of each kind (over the experiment's rerank jobs, three orders a job) and giving the others their
+    kind's mean keeps the rows, their jobs, the calls and (within 0.1%) the prompt tokens of counting all."""
     import yaml
 
     from posbias import config as pbconfig
@@ -241,6 +242,7 @@ def test_the_dry_plan_counts_a_few_shuffles_per_job_and_gives_the_others_their_m
     from posbias.plan import plan_orders
 
     shuffles = [f"shuffled-{i}" for i in range(6)]
+    positions = [f"position-{p}" for p in (1, 5, 10, 15, 20)]
     path = tmp_path / "plan.yaml"
     path.write_text(yaml.safe_dump({
         "config_version": 2,
@@ -249,15 +251,19 @@ def test_the_dry_plan_counts_a_few_shuffles_per_job_and_gives_the_others_their_m
         "retrievers": {"bm25": {"kind": "bm25", "depth": 40}},
         "models": {"qwen3-4b": {"kind": "causal_lm", "path": "Qwen/Qwen3-4B", "params_b": 4.0, "mode": "grades",
                                 "grade_window": 20}},
-        "reranking": {"depth": 40, "experiments": [{"model": "qwen3-4b", "dataset": "dl21", "retriever": "bm25",
-                                                    "orders": ["original", *shuffles]}]}}))
+        "reranking": {"depth": 40, "orders_per_job": 3,
+                      "experiments": [{"model": "qwen3-4b", "dataset": "dl21", "retriever": "bm25",
+                                       "orders": ["original", *shuffles, *positions]}]}}))
     config = pbconfig.load(path, files=False)
     scale = dry_plan.StandIns(config, yaml.safe_load(dry_plan.STAND_INS.read_text()), tmp_path / "standins")
     exact = plan_orders(config, tmp_path / "standins", scale)
-    counted = plan_orders(config, tmp_path / "standins", scale, shuffles_counted=2)
-    assert sorted(counted["order"].to_list()) == sorted(exact["order"].to_list())
+    counted = plan_orders(config, tmp_path / "standins", scale, orders_counted=2)
+    assert sorted(counted.select("order", "job").rows()) == sorted(exact.select("order", "job").rows())
+    assert counted["job"].n_unique() == 5  # the orders are spread over several jobs
     assert counted["calls"].sum() == exact["calls"].sum()
     assert abs(counted["prompt_tokens"].sum() / exact["prompt_tokens"].sum() - 1) < 1e-3
     by = {r["order"]: r for r in counted.iter_rows(named=True)}
-    mean = round((by["shuffled-0"]["prompt_tokens"] + by["shuffled-1"]["prompt_tokens"]) / 2)
-    assert all(by[s]["prompt_tokens"] == mean and not by[s]["tokens_exact"] for s in shuffles[2:])
+    for kind in (shuffles, positions):
+        mean = round((by[kind[0]]["prompt_tokens"] + by[kind[1]]["prompt_tokens"]) / 2)
+        assert all(by[o]["prompt_tokens"] == mean and not by[o]["tokens_exact"] for o in kind[2:])
+        assert by[kind[0]]["tokens_exact"] == exact.filter(pl.col("order") == kind[0])["tokens_exact"][0]

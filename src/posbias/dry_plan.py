@@ -3,7 +3,7 @@
 Each dataset becomes one stand-in query with the full depth of candidate passages of its collection's
 mean length (:class:`StandIns`, from ``docs/plan/standins.yaml``), written where the data and
 first-stage stages would write them; :func:`posbias.plan.plan_orders` plans on them (the first
-:data:`SHUFFLES_COUNTED` shuffled orders of each rerank job counted, the others at their mean), and every count is
+:data:`ORDERS_COUNTED` shuffled and position orders of each experiment counted, the others at their mean), and every count is
 scaled to the dataset's real number of queries (ir_datasets' metadata, offline, or the count the
 stand-ins file gives for a file the user provides). Every count is then an estimate (``~``).
 
@@ -29,9 +29,10 @@ from posbias.errors import PosbiasError
 from posbias.plan import JOB_FAMILIES, plan_orders, serving, serving_settings, serving_table, summary, table, with_seconds
 
 STAND_INS = Path(__file__).resolve().parents[2] / "docs" / "plan" / "standins.yaml"
-# Shuffled orders counted per rerank job: every shuffle of a stand-in reranks the same passages, so the others
-# take their mean (a preset's 100 shuffles cost as much to count as 3, and the estimate moves by under 0.1%).
-SHUFFLES_COUNTED = 3
+# Shuffled and position orders counted per experiment and debias method: every such order of a stand-in reranks
+# the same passages rearranged, so the others take their mean (a preset's 100 shuffles and 20 positions cost as
+# much to count as 3 of each; counting 3 shuffles per rerank job instead moved the presets' totals by under 0.1%).
+ORDERS_COUNTED = 3
 README_START = "<!-- posbias.dry_plan presets: start -->"
 README_END = "<!-- posbias.dry_plan presets: end -->"
 
@@ -124,7 +125,7 @@ def plan(path: str | Path, stand_ins: str | Path = STAND_INS) -> tuple[pl.DataFr
     config = pbconfig.load(path, files=False)
     with tempfile.TemporaryDirectory(prefix="posbias-plan-") as tmp:
         scale = StandIns(config, yaml.safe_load(Path(stand_ins).read_text()), Path(tmp))
-        return with_seconds(plan_orders(config, Path(tmp), scale, SHUFFLES_COUNTED), config), config
+        return with_seconds(plan_orders(config, Path(tmp), scale, ORDERS_COUNTED), config), config
 
 
 def shuffled_share(orders_: pl.DataFrame) -> tuple[float, int]:

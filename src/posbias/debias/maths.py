@@ -80,25 +80,38 @@ def rrf_consensus(rankings: Sequence[Sequence[str]], k: int = 60) -> list[str]:
 
 def kemeny(rankings: Sequence[Sequence[str]]) -> list[str]:
     """A Kemeny-optimal consensus ranking, best first (exact; meant for window-sized lists, n <= 20)."""
-    from scipy.optimize import Bounds, LinearConstraint, milp
-    from scipy.sparse import coo_matrix
-
     items = _check(rankings)
-    n = len(items)
-    if n <= 2:
+    if len(items) <= 2:
         return borda(rankings)
+    pairs, cost = _kemeny_costs(rankings, items)
+    # No cost is zero (integer counts plus ±eps, eps < 1), so orienting each pair its cheaper way is the one
+    # minimum of the programme without its transitivity constraints; when that tournament is transitive (its
+    # win counts are 0 … n − 1) it is the programme's one optimum, found without solving it (most PermSC
+    # windows of the default run, whose reranked lists mostly agree); the MILP solves the rest
+    return _transitive_order(items, pairs, (cost < 0).astype(int)) or _kemeny_milp(items, pairs, cost)
+
+
+def _kemeny_costs(rankings: Sequence[Sequence[str]], items: list[str]) -> tuple[list[tuple[int, int]], np.ndarray]:
+    """The pairs (i < j) of the Kemeny programme and the cost of putting i before j in each."""
     counts = pairwise_counts(rankings, items)
-    pairs = list(combinations(range(n), 2))
-    var = {pair: v for v, pair in enumerate(pairs)}
+    pairs = list(combinations(range(len(items)), 2))
     # x_ij = 1 puts i before j: it costs the rankings that put j first, C[j, i]; x_ij = 0 costs C[i, j].
     # Constant part Σ C[i, j] dropped; secondary: distance to the Borda order, scaled below 1 in total.
     ref = {d: p for p, d in enumerate(borda(rankings))}
     eps = 1.0 / (len(pairs) + 1)
-    cost = np.array([counts[j, i] - counts[i, j] + eps * (1.0 if ref[items[i]] > ref[items[j]] else -1.0)
-                     for i, j in pairs])
+    return pairs, np.array([counts[j, i] - counts[i, j] + eps * (1.0 if ref[items[i]] > ref[items[j]] else -1.0)
+                            for i, j in pairs])
+
+
+def _kemeny_milp(items: list[str], pairs: list[tuple[int, int]], cost: np.ndarray) -> list[str]:
+    """The Kemeny programme's optimum, solved as a 0/1 MILP by HiGHS."""
+    from scipy.optimize import Bounds, LinearConstraint, milp
+    from scipy.sparse import coo_matrix
+
+    var = {pair: v for v, pair in enumerate(pairs)}
     rows, cols, vals = [], [], []
     row = 0
-    for i, j, k in combinations(range(n), 3):
+    for i, j, k in combinations(range(len(items)), 3):
         # i<j<k: 0 <= x_ij + x_jk - x_ik <= 1 forbids exactly the two cyclic orders of the triple
         for v, coef in ((var[(i, j)], 1.0), (var[(j, k)], 1.0), (var[(i, k)], -1.0)):
             rows.append(row)
@@ -110,11 +123,21 @@ def kemeny(rankings: Sequence[Sequence[str]]) -> list[str]:
                   bounds=Bounds(0, 1))
     if not result.success:
         raise RuntimeError(f"Kemeny MILP failed: {result.message}")
-    x = np.round(result.x).astype(int)
-    wins = np.zeros(n, dtype=int)  # in a transitive tournament, the number of items each one beats
+    order = _transitive_order(items, pairs, np.round(result.x).astype(int))
+    if order is None:  # the triple constraints make every feasible point transitive
+        raise RuntimeError("Kemeny MILP returned a cyclic tournament")
+    return order
+
+
+def _transitive_order(items: list[str], pairs: list[tuple[int, int]], x: np.ndarray) -> list[str] | None:
+    """The ranking a tournament (x_ij = 1: items[i] before items[j]) describes, or None where it has a cycle:
+    a tournament is transitive exactly when its items beat 0, 1, …, n − 1 others."""
+    wins = np.zeros(len(items), dtype=int)
     for (i, j), v in zip(pairs, x):
         wins[i if v else j] += 1
-    return [items[i] for i in np.argsort(-wins, kind="stable")]
+    if sorted(wins) != list(range(len(items))):
+        return None
+    return [items[i] for i in np.argsort(-wins)]
 
 
 def local_search(ranking: Sequence[str], rankings: Sequence[Sequence[str]]) -> list[str]:

@@ -181,18 +181,26 @@ def _unit(dataset: str, cap: int | None = None) -> float:
     return 1.0
 
 
-def _mean_row(rows: list[dict], order: str) -> dict:
-    """A plan row for ``order`` with the mean counts of ``rows`` (orders of one kind in one job), an estimate."""
+def _mean_row(rows: list[dict], order: str, job: str) -> dict:
+    """A plan row for ``order`` of ``job`` with the mean counts of ``rows`` (orders of its kind counted in its
+    experiment), an estimate."""
     counts = {k: round(sum(r[k] for r in rows) / len(rows)) for k in ("queries", "windows", "calls", "prompt_tokens")}
-    return {**rows[0], **counts, "order": order, "calls_exact": False, "tokens_exact": False}
+    return {**rows[0], **counts, "order": order, "job": job, "calls_exact": False, "tokens_exact": False}
+
+
+# The order kinds whose orders rerank the same passages as one another, rearranged: on stand-ins (one query, a
+# passage list of one length) any few of them cost what each of the others costs (see plan_rerank)
+_ESTIMATED_KINDS = ("shuffled", "position")
 
 
 def plan_rerank(config: dict, root: Path, scale=_unit, tokenizers: dict | None = None,
-                shuffles_counted: int | None = None) -> list[dict]:
-    """One row per rerank job order: the windows, calls and prompt tokens it will spend. ``shuffles_counted``
-    (the dry plan's stand-ins, where every shuffle of a job reranks the same passages): the first that many
-    shuffled orders of each job are counted, the others take their mean."""
+                orders_counted: int | None = None) -> list[dict]:
+    """One row per rerank job order: the windows, calls and prompt tokens it will spend. ``orders_counted``
+    (the dry plan's stand-ins, where every shuffled or position order of an experiment reranks the same
+    passages): the first that many shuffled orders and position orders of each experiment and debias method
+    are counted, the others take their kind's mean."""
     data, out, built = _Data(root), [], {}
+    counted: dict[tuple, list[dict]] = {}  # (experiment, debias method, order kind) → the rows counted
     for (m, d, r, debias, part), names in pbconfig.rerank_batches(config).items():
         settings = pbconfig.rerank_settings(config, m, d, r, debias, part)
         exp = data.experiment(d, r)
@@ -200,10 +208,12 @@ def plan_rerank(config: dict, root: Path, scale=_unit, tokenizers: dict | None =
             built[(m, d)] = counting_reranker(config, m, exp.grades, settings.get("word_budget"), root, tokenizers)
         counting = built[(m, d)]
         base = counting.reranker
-        counted, rest = [], []
+        job, rest = f"{d}/{r}/{debias}.{part}", []
         for name in names:
-            if shuffles_counted is not None and orders.is_kind(name, "shuffled") and len(counted) >= shuffles_counted:
-                rest.append(name)
+            kind = orders.parse(name).kind
+            group = counted.setdefault((m, d, r, debias, kind), [])
+            if orders_counted is not None and kind in _ESTIMATED_KINDS and len(group) >= orders_counted:
+                rest.append((name, group))
                 continue
             shown, _, _, cost = rerank_order(base, name, debias, settings, config["seed"], exp,
                                              config["models"][m]["batch_size"])
@@ -212,12 +222,10 @@ def plan_rerank(config: dict, root: Path, scale=_unit, tokenizers: dict | None =
             one_window = base.pointwise or all(len(c.doc_ids) <= window_of(base, settings)
                                                for c in shown.lists)
             reads_tokens = model_kinds.of(config["models"][m]).prompted
-            out.append(_row("rerank", m, d, r, debias, name, f"{d}/{r}/{debias}.{part}", len(shown.lists), cost,
-                            not base.decodes, counting, scale(d, settings["queries"]),
-                            one_window or not reads_tokens))
-            if orders.is_kind(name, "shuffled"):
-                counted.append(out[-1])
-        out += [_mean_row(counted, name) for name in rest]
+            group.append(_row("rerank", m, d, r, debias, name, job, len(shown.lists), cost, not base.decodes,
+                              counting, scale(d, settings["queries"]), one_window or not reads_tokens))
+            out.append(group[-1])
+        out += [_mean_row(group, name, job) for name, group in rest]
     return out
 
 
@@ -316,12 +324,12 @@ def plan_train(config: dict, root: Path, scale=_unit, tokenizers: dict | None = 
     return out
 
 
-def plan_orders(config: dict, root: Path = Path("."), scale=_unit, shuffles_counted: int | None = None) -> pl.DataFrame:
+def plan_orders(config: dict, root: Path = Path("."), scale=_unit, orders_counted: int | None = None) -> pl.DataFrame:
     """Every planned job order of the config (schema ``ORDER_SCHEMA``), from the data and first-stage
     runs under ``root``; ``scale(dataset, cap)`` is the number of real queries each list stands for
-    (1, except for :class:`posbias.dry_plan.StandIns`); ``shuffles_counted``: see :func:`plan_rerank`."""
+    (1, except for :class:`posbias.dry_plan.StandIns`); ``orders_counted``: see :func:`plan_rerank`."""
     tokenizers: dict = {}  # each tokenizer loaded once and memoised for the whole plan (counting_reranker)
-    rows = plan_rerank(config, root, scale, tokenizers, shuffles_counted)
+    rows = plan_rerank(config, root, scale, tokenizers, orders_counted)
     rows += [row for part in (plan_propensity, plan_silver, plan_pool, plan_train)
              for row in part(config, root, scale, tokenizers)]
     return pl.DataFrame(rows, schema=ORDER_SCHEMA)
