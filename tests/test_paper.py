@@ -136,6 +136,12 @@ def test_figures_are_written_as_png_and_pdf(tmp_path):
     # per-window PermSC on the shuffled orders; list-level PermSC on its one (original) ranking
     assert by_k == pytest.approx({("permsc", 1): 0.55, ("permsc", 3): 0.75, ("permsc-window", 1): 0.55,
                                   ("permsc-window", 3): 0.55})
+    # each point's interval is over queries: every query scores the same here, so it is the point itself
+    right = inference_vs_training_figure(metrics, TRAINING, tmp_path / "f5.png")
+    assert right["lo"].to_list() == pytest.approx(right["value"].to_list()) == right["hi"].to_list()
+    spread = metrics.with_columns(value=pl.col("value") + 0.1 * pl.col("query_id").str.slice(-1).cast(pl.Int64) - 0.15)
+    wide = inference_vs_training_figure(spread, TRAINING, tmp_path / "f5-spread.png").row(0, named=True)
+    assert wide["lo"] < wide["value"] < wide["hi"]
     with pytest.raises(ValueError, match="figure 'nope' is unknown; use one of: position_curve"):
         paper.draw("nope", tmp_path / "x.png", metrics=metrics, curves=curves, training=TRAINING)
     seeds = seed_curves(curves, TRAINING)

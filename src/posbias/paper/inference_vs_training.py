@@ -9,8 +9,11 @@ import polars as pl
 from posbias import debias, orders
 from posbias.paper.seeds import per_query, with_variants
 from posbias.paper.writers import integer_x, line_styles, pyplot, save_figure
+from posbias.permuted_eval import query_interval
 
 PERMSC = ("permsc", "permsc-window")  # the list-level (the papers') and the per-window variant
+# the right panel's intervals: a fixed seed, so a rerun draws the same figure (the report rule reads no config seed)
+_BOOTSTRAP_SEED = 0
 
 
 def _family_k(method: str) -> tuple[str | None, int | None]:
@@ -25,8 +28,9 @@ def inference_vs_training_figure(metrics: pl.DataFrame, training: dict, path: st
     """DebiasFirst Figure 5: nDCG@10 per shuffle seed of every model with and without per-window
     PermSC, the list-level PermSC@K at its largest K as a dotted line (left); nDCG@10 against PermSC's
     number of permutations K, K = 1 being one reranking pass of a shuffled list (the mean over the
-    shuffle seeds), one line per variant and PermSC flavour, the peak marked (right). Means over queries
-    and training seeds. Returns the right panel's numbers (variant, dataset, retriever, method, k, value)."""
+    shuffle seeds), one line per variant and PermSC flavour, the peak marked, each point with the 95% bootstrap
+    interval of its mean over queries (right). Means over queries and training seeds. Returns the right panel's
+    numbers (variant, dataset, retriever, method, k, value, and the interval's lo and hi)."""
     q = with_variants(per_query(metrics), training)
     parsed = {d: _family_k(d) for d in q["debias"].unique().to_list()}
     q = q.with_columns(method=pl.col("debias").replace_strict({d: f for d, (f, _) in parsed.items()}, default=None),
@@ -39,7 +43,14 @@ def inference_vs_training_figure(metrics: pl.DataFrame, training: dict, path: st
     per_seed = (q.filter(shuffled).with_columns(shuffle=pl.col("order").str.split("-").list.get(1).cast(pl.Int64))
                 .group_by(*keys, "debias", "k", "shuffle", maintain_order=True).agg(pl.col("value").mean())
                 .sort(*keys, "k", "shuffle"))
-    points = q.group_by(*keys, "method", "k", maintain_order=True).agg(pl.col("value").mean())
+    # each point: the mean over queries of each query's mean (over shuffles and training seeds), with the
+    # bootstrap interval of that mean over queries
+    per_query_k = q.group_by(*keys, "method", "k", "query_id", maintain_order=True).agg(pl.col("value").mean())
+    points = per_query_k.group_by(*keys, "method", "k", maintain_order=True).agg(
+        pl.col("value").mean(),
+        pl.col("value").map_batches(lambda v: pl.Series([query_interval(v.to_numpy(), _BOOTSTRAP_SEED)]),
+                                    return_dtype=pl.List(pl.Float64), returns_scalar=True).alias("interval"))
+    points = points.with_columns(lo=pl.col("interval").list.get(0), hi=pl.col("interval").list.get(1)).drop("interval")
     plain = points.filter(pl.col("k") == 1).drop("method")
     methods = points.drop_nulls("method").select(*keys, "method").unique()
     by_k = (pl.concat([points.drop_nulls("method"), methods.join(plain, on=keys).select(points.columns)])
@@ -62,15 +73,20 @@ def inference_vs_training_figure(metrics: pl.DataFrame, training: dict, path: st
         top = g.sort("k").row(-1, named=True)
         axes[0].axhline(top["value"], ls=":", lw=1.2, color=style[f"{variant} · {dataset}"]["color"],
                         label=f"{variant} · {dataset} + permsc@{top['k']} (lists)")
-    for (variant, dataset, retriever, method), g in by_k.group_by(*keys, "method", maintain_order=True):
+    series = by_k.group_by(*keys, "method", maintain_order=True)
+    lines = by_k.select(*keys, "method").unique().height
+    for i, ((variant, dataset, retriever, method), g) in enumerate(series):
         look = style[f"{variant} · {dataset}"]
-        axes[1].plot(g["k"], g["value"], ms=4, ls="-" if method == "permsc" else "--",
-                     label=f"{variant} · {dataset} · {method}", **look)
+        # each series a little apart on x, so the intervals of lines meeting at a point stay apart
+        axes[1].errorbar(g["k"] + 0.05 * (i - (lines - 1) / 2), g["value"], yerr=[(g["value"] - g["lo"]).fill_nan(0), (g["hi"] - g["value"]).fill_nan(0)],
+                         ms=4, ls="-" if method == "permsc" else "--", capsize=3, elinewidth=0.8,
+                         label=f"{variant} · {dataset} · {method}", **look)
         peak = g.sort("value", descending=True).row(0, named=True)
-        axes[1].scatter([peak["k"]], [peak["value"]], s=110, facecolors="none", edgecolors=look["color"])
+        axes[1].scatter([peak["k"] + 0.05 * (i - (lines - 1) / 2)], [peak["value"]], s=110, facecolors="none",
+                        edgecolors=look["color"])
     axes[0].set(xlabel="shuffle seed", ylabel="nDCG@10", title="Per shuffle seed (dotted: PermSC over the lists)")
     axes[1].set(xlabel="PermSC permutations K (1 = one pass over a shuffled list)", ylabel="nDCG@10",
-                title="PermSC against K (dashed: per window; circle: peak)")
+                title="PermSC against K (dashed: per window; circle: peak;\nbars: 95% bootstrap interval over queries)")
     for ax in axes:
         ax.grid(alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
