@@ -90,6 +90,7 @@ rule report:
         rules.pool_figures.output if POOL_TARGETS else [],
         # every method on one stability × cost frontier (rule frontier)
         rules.frontier.output if STABILITY_TARGETS else [],
+        rules.adaptive_savings.output if ADAPTIVE_BUDGETS else [],
         rules.teachers_table.output if TEACHER_STUDY else [],
         rules.label_budget_table.output if LABEL_BUDGET else [],
         rules.channels_table.output if CHANNEL_PROBES else [],

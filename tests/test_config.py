@@ -33,6 +33,11 @@ def test_adaptive_budgets_are_checked_where_the_config_asks_for_them_and_a_stuck
     cfg["frontier"]["references"], cfg["evaluation"]["reference"] = [], None
     pbconfig.validate(cfg)
     assert cfg["ocsft"]["adaptive"]["caps"] == [10] and pbconfig.notices(cfg) == []
+    assert not pbconfig.adaptive_budgets(cfg)  # no adaptive_savings table is planned
+    cfg["ocsft"]["adaptive"]["caps"] = [3]
+    assert pbconfig.adaptive_budgets(cfg)
+    cfg["reranking"]["experiments"][0]["debias"] = ["capcal"]  # a debiased scorer's rows are K = 1 only
+    assert not pbconfig.adaptive_budgets(cfg)
     cfg = copy.deepcopy(DEFAULT)
     cfg["ocsft"]["adaptive"] = {"caps": [13]}
     with pytest.raises(ValueError, match=r"ocsft.adaptive.caps \[13\]: .* no experiment has more than 12"):
@@ -40,6 +45,7 @@ def test_adaptive_budgets_are_checked_where_the_config_asks_for_them_and_a_stuck
     cfg = copy.deepcopy(DEFAULT)
     cfg["ocsft"]["adaptive"] = {"caps": [2, 6], "patience": 2}
     pbconfig.validate(cfg)
+    assert pbconfig.adaptive_budgets(cfg)
     assert pbconfig.notices(cfg) == ["ocsft.adaptive.patience 2 needs 3 draws to stop, more than the cap [2]: those "
                                      "adaptive rows can never stop early"]
 

@@ -30,7 +30,7 @@ from posbias.config.checks import (
     prepare,
     validate,
 )
-from posbias.config.effects import check_adaptive, notices
+from posbias.config.effects import adaptive_budgets, check_adaptive, notices
 from posbias.config.expansion import base_pairs, check_hyper, expand_bases, expand_seeds, register_trained_models
 from posbias.config.experiments import (
     IMPORTED_PREFIX,
@@ -101,7 +101,7 @@ from posbias.config.schema_defaults import (
 )
 
 __all__ = [
-    "CONFIG_CHANGES", "IMPORTED_PREFIX", "SCHEMA", "TRAIN_OPERATIONAL", "base_pairs", "batch_of_order", "sorted_keys", "check_adaptive",
+    "CONFIG_CHANGES", "IMPORTED_PREFIX", "SCHEMA", "TRAIN_OPERATIONAL", "base_pairs", "batch_of_order", "sorted_keys", "adaptive_budgets", "check_adaptive",
     "check_consumers", "notices",
     "check_duplicate_keys", "check_experiment_data", "check_experiments", "check_files", "check_grid", "check_hyper",
     "check_settings", "made_here", "consumer_of", "consumer_window", "data_settings", "dataset_files", "dataset_retrievers",

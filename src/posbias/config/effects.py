@@ -17,6 +17,15 @@ def _shuffled_orders(config: dict) -> dict[int, int]:
     return {i: n for i, n in counts.items() if n >= 2}
 
 
+def adaptive_budgets(config: dict) -> bool:
+    """Whether some stability row is an adaptive budget: an experiment's plain scorer with at least as many
+    shuffled orders as one of ``ocsft.adaptive.caps`` (a cap of 2 or more; posbias.stability.stability_table)."""
+    caps = [cap for cap in config["ocsft"]["adaptive"]["caps"] if cap >= 2]
+    experiments = config["reranking"]["experiments"]
+    return any(cap <= n for i, n in _shuffled_orders(config).items() if "none" in experiments[i].get("debias", ["none"])
+               for cap in caps)
+
+
 def check_adaptive(config: dict) -> None:
     """An adaptive budget (``ocsft.adaptive``) that no experiment can run, or one that watches a top set as
     deep as the lists it watches (the set never changes, every query stops at patience + 1 draws: a falsely

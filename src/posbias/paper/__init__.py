@@ -177,7 +177,7 @@ TABLES: dict[str, PaperTable] = {
         rule="frontier"),
     "adaptive_savings": PaperTable(
         "Calls an adaptive permutation budget saves against fixed K at equal quality and stability",
-        ("stability_queries", "stability", "variants", "decisions"), adaptive_savings, rule="frontier"),
+        ("stability_queries", "stability", "variants", "decisions"), adaptive_savings, rule="adaptive_savings"),
     "channels": PaperTable(
         "Presentation channels beyond order: held-out marker relabellings and a second answer skeleton, against "
         "order training, marker-diverse SFT and a marker penalty (OC-SFT)",
