@@ -299,3 +299,25 @@ def test_the_job_plan_bench_counts_a_configs_jobs(capsys, monkeypatch):
     fields = dict(kv.split("=") for kv in capsys.readouterr().out.split(": ", 1)[1].split())
     assert 0 < int(fields["sbatch"]) < int(fields["jobs"]), fields
     assert int(fields["rerank"]) >= 1 and int(fields["model_loads"]) >= int(fields["rerank"]), fields
+
+
+def test_a_worker_leaves_the_first_runs_module_its_priority_and_lowers_it_for_the_others():
+    """tests/runs.py: on an xdist worker the default run's module keeps the process's CPU priority and any other
+    module lowers it to runs.NICE, once (what the process starts inherits it)."""
+    import subprocess
+
+    code = """
+import os, types
+os.environ["PYTEST_XDIST_WORKER"] = "gw1"
+from tests import runs
+runs._CRITICAL.add("tests.test_run_default")
+for name in ("tests.test_run_default", "tests.test_paper", "tests.test_config"):
+    runs.pytest_runtest_setup(types.SimpleNamespace(module=types.SimpleNamespace(__name__=name)))
+    print(os.nice(0))
+"""
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    from tests.runs import NICE
+
+    base = os.nice(0)
+    assert [int(v) for v in out.stdout.split()] == [base, max(base, NICE), max(base, NICE)]
