@@ -77,13 +77,12 @@ def inference_vs_training_figure(metrics: pl.DataFrame, training: dict, path: st
     lines = by_k.select(*keys, "method").unique().height
     for i, ((variant, dataset, retriever, method), g) in enumerate(series):
         look = style[f"{variant} · {dataset}"]
-        # each series a little apart on x, so the intervals of lines meeting at a point stay apart
-        axes[1].errorbar(g["k"] + 0.05 * (i - (lines - 1) / 2), g["value"], yerr=[(g["value"] - g["lo"]).fill_nan(0), (g["hi"] - g["value"]).fill_nan(0)],
-                         ms=4, ls="-" if method == "permsc" else "--", capsize=3, elinewidth=0.8,
-                         label=f"{variant} · {dataset} · {method}", **look)
+        shift = 0.05 * (i - (lines - 1) / 2)  # each series a little apart on x, so meeting intervals stay apart
+        below, above = (g["value"] - g["lo"]).fill_nan(0), (g["hi"] - g["value"]).fill_nan(0)
+        axes[1].errorbar(g["k"] + shift, g["value"], yerr=[below, above], ms=4, ls="-" if method == "permsc" else "--",
+                         capsize=3, elinewidth=0.8, label=f"{variant} · {dataset} · {method}", **look)
         peak = g.sort("value", descending=True).row(0, named=True)
-        axes[1].scatter([peak["k"] + 0.05 * (i - (lines - 1) / 2)], [peak["value"]], s=110, facecolors="none",
-                        edgecolors=look["color"])
+        axes[1].scatter([peak["k"] + shift], [peak["value"]], s=110, facecolors="none", edgecolors=look["color"])
     axes[0].set(xlabel="shuffle seed", ylabel="nDCG@10", title="Per shuffle seed (dotted: PermSC over the lists)")
     axes[1].set(xlabel="PermSC permutations K (1 = one pass over a shuffled list)", ylabel="nDCG@10",
                 title="PermSC against K (dashed: per window; circle: peak;\nbars: 95% bootstrap interval over queries)")
