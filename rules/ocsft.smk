@@ -416,12 +416,9 @@ rule frontier:
         "../workflow/scripts/report.py"
 
 
-rule adaptive_savings:
-    """Adaptive budgets against fixed K: written where some stability row is an adaptive budget."""
-    input:
-        stability_queries=[paths.stability(*target, "queries.parquet") for target in STABILITY_TARGETS],
-        stability=[paths.stability(*target) for target in STABILITY_TARGETS],
-        decisions=[paths.decisions(*target) for target in DECISION_TARGETS],
+# Adaptive budgets against fixed K, from the frontier's inputs: a job of its own, planned where some stability
+# row is an adaptive budget (ADAPTIVE_BUDGETS)
+use rule frontier as adaptive_savings with:
     output:
         savings=report(
             "results/tables/adaptive_savings.md",
@@ -435,19 +432,12 @@ rule adaptive_savings:
     benchmark:
         "benchmarks/tables/adaptive_savings.tsv"
     localrule: True
-    conda:
-        "../envs/eval.yaml"
-    resources:
-        mem_mb=lambda w, attempt: 2000 * attempt,
-        runtime=10,
     params:
         provenance=REPORT_LINE,
         variants={target[0]: pbconfig.variant_of(config["training"], target[0]) for target in STABILITY_TARGETS},
         tables={"adaptive_savings": "savings"},
         figures={},
         frames={},
-    script:
-        "../workflow/scripts/report.py"
 
 
 rule serving_width_table:
