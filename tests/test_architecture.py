@@ -543,12 +543,20 @@ def test_order_names_are_made_and_read_only_through_orders():
     assert not offenders, offenders
 
 
-def _rule_block(rule: str) -> str:
+_SECTION = re.compile(r"^    (\w+):", re.M)
+
+
+def _rule_sections(rule: str) -> dict[str, str]:
+    """A rule's sections (``input``, ``params``, ``script``, …) by name, as written in ``rules/*.smk``; a rule
+    declared as ``use rule BASE as RULE with:`` takes BASE's sections with its own written over them."""
+    head = re.compile(rf"^(?:rule {rule}|use rule (\w+) as {rule} with):\n", re.M)
     for path in sorted((REPO / "rules").glob("*.smk")):
         text = path.read_text()
-        if f"rule {rule}:" in text:
-            block = text.split(f"rule {rule}:", 1)[1]
-            return re.split(r"\n(?:rule |[A-Za-z_])", block, maxsplit=1)[0]
+        if match := head.search(text):
+            block = re.split(r"\n(?=\S)", text[match.end():], maxsplit=1)[0]
+            parts = _SECTION.split(block)
+            sections = dict(zip(parts[1::2], parts[2::2]))
+            return _rule_sections(match.group(1)) | sections if match.group(1) else sections
     raise AssertionError(f"no rule {rule}")
 
 
@@ -561,12 +569,11 @@ def test_every_report_entry_is_written_by_a_rule_that_gives_its_inputs(kind):
     from posbias.paper.inputs import READERS
 
     for name, entry in getattr(paper, kind).items():
-        block = _rule_block(entry.rule)
-        assert '"../workflow/scripts/report.py"' in block, (name, entry.rule)
-        assert f'"{name}"' in block or entry.rule in ("paper_table", "paper_figure"), (name, entry.rule)
+        sections = _rule_sections(entry.rule)
+        assert '"../workflow/scripts/report.py"' in sections["script"], (name, entry.rule)
+        assert f'"{name}"' in sections["params"] or entry.rule in ("paper_table", "paper_figure"), (name, entry.rule)
         given = set(paper.needs(entry)) if entry.rule in ("paper_table", "paper_figure") else set()
-        inputs = block.split("output:")[0]
-        params = block.split("params:")[1].split("script:")[0]
+        inputs, params = sections.get("input", ""), sections["params"]
         for key in set(entry.inputs) - given:
             assert re.search(rf"\b{key}=", inputs if key in READERS else params), (name, entry.rule, key)
         function = getattr(entry, {"TABLES": "builder", "FIGURES": "drawer", "FRAMES": "builder"}[kind])
