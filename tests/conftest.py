@@ -10,12 +10,19 @@ from pathlib import Path
 
 import pytest
 
+from posbias.publish import KERNELS
+
 REPO = Path(__file__).resolve().parents[1]
 pytest_plugins = ["tests.phases", "tests.runs"]
 SHARED_DATA = Path(os.environ.get("POSBIAS_SHARED_DATA", REPO.parent / "shared" / "data"))
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# The CPU kernels the published studies were computed with, set before anything loads torch (posbias.publish does
+# not): the tests that rerun their slices then reproduce them on an AVX-512 CPU too, and every workflow run here
+# inherits them
+for _key, _value in KERNELS.items():
+    os.environ.setdefault(_key, _value)
 
 
 @pytest.fixture(scope="session")

@@ -85,3 +85,16 @@ with logged(job, "r"):
     log = tmp_path / "job.log"
     subprocess.run([sys.executable, "-c", code, str(log)], capture_output=True, text=True, check=True)
     assert log.read_text().splitlines()[0] == "1", log.read_text()
+
+
+def test_the_suite_computes_with_the_published_kernels_and_records_them(monkeypatch):
+    """tests/conftest.py holds torch to the published studies' CPU kernels (posbias.publish.KERNELS) before torch
+    loads, so the slices CI reruns reproduce them on an AVX-512 CPU too; every record names the kernels."""
+    import torch
+
+    from posbias.publish import KERNELS
+
+    assert torch.backends.cpu.get_cpu_capability() in ("AVX2", "DEFAULT")  # never AVX512, whatever the CPU has
+    assert provenance.record()["cpu_kernels"] == KERNELS["ATEN_CPU_CAPABILITY"] == "avx2"
+    monkeypatch.delenv("ATEN_CPU_CAPABILITY")
+    assert provenance.record()["cpu_kernels"] == "native"

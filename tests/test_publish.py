@@ -15,9 +15,10 @@ from posbias.errors import PosbiasError
 CONFIG_TEXT = "seed: 42\n"
 
 
-def _record(commit: str = "c0ffee", dirty: bool = False) -> dict:
+def _record(commit: str = "c0ffee", dirty: bool = False, kernels: str = "avx2") -> dict:
     return {"posbias_version": "9.9.9", "git_commit": commit, "git_dirty": dirty, "git_describe": commit[:7],
-            "rule": "paper_table", "wildcards": {}, "params_sha256": "0" * 64, "seed": 42, "packages": {"torch": "x"}}
+            "rule": "paper_table", "wildcards": {}, "params_sha256": "0" * 64, "seed": 42, "packages": {"torch": "x"},
+            "cpu_kernels": kernels}
 
 
 def _run(tmp_path: Path, records: list[dict]) -> tuple[Path, Path]:
@@ -54,7 +55,7 @@ def test_a_run_is_published_with_its_per_query_values_times_and_hashes(tmp_path)
     run, config = _run(tmp_path, [_record(), _record()])
     dest = tmp_path / "docs" / "results" / "study"
     manifest = publish.publish(run, dest, config)
-    assert manifest["git_commit"] == "c0ffee" and manifest["config"] == "study.yaml"
+    assert manifest["git_commit"] == "c0ffee" and manifest["config"] == "study.yaml" and manifest["cpu_kernels"] == "avx2"
     assert manifest["job_seconds"] == 20.0 and manifest["wall_seconds"] == 55 * 60 + 30 and manifest["invocations"] == 2
     per_query = pl.read_csv(dest / publish.PER_QUERY)
     assert per_query.sort("debias")["value"].to_list() == [0.25, 0.5]  # the summaries beside them are not copied
@@ -88,6 +89,8 @@ def test_a_run_that_trained_publishes_its_loss_curves(tmp_path):
 @pytest.mark.parametrize("records, message", [
     ([_record(dirty=True)], "uncommitted changes"),
     ([_record("c0ffee"), _record("decade")], "2 states of the code"),
+    ([_record(), _record(kernels="native")], "torch's avx2/native CPU kernels, the published studies with avx2's"),
+    ([_record(kernels="avx512")], "rerun with ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2 set"),
 ])
 def test_results_from_a_dirty_checkout_or_from_two_commits_are_refused(tmp_path, records, message):
     run, config = _run(tmp_path, records)

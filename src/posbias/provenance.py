@@ -2,8 +2,9 @@
 
 A record names the package version, the git commit of the checkout and whether it had uncommitted
 changes, the rule and wildcards of the job, a SHA-256 of the config slice the job read (its params),
-the config seed and the versions of the packages results depend on. It holds no time stamp, so two
-runs of the same config write the same bytes.
+the config seed, the versions of the packages results depend on and the CPU kernels torch was told to use
+(:data:`KERNELS_ENV`: floating-point sums differ between kernels, so a run on AVX-512 kernels does not reproduce
+one on AVX2 kernels to the last bit). It holds no time stamp, so two runs of the same config write the same bytes.
 
 The job context is set once per job by :func:`posbias.jobs.logged`; outside a workflow job (tests,
 notebooks) the record says so (``rule`` is null).
@@ -17,6 +18,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import os
 import subprocess
 import sys
 from importlib import metadata
@@ -27,6 +29,11 @@ from posbias import __version__
 KEY = "posbias.provenance"  # the Parquet schema-metadata key, PNG text key and PDF subject prefix
 PACKAGES = ("torch", "transformers", "tokenizers", "peft", "polars", "pyarrow", "numpy", "scipy", "ir_datasets",
             "ir-measures", "pyserini", "snakemake")
+
+# torch's own CPU kernels, read when it loads: set to a lower instruction set than the CPU's, torch computes as on a
+# CPU that has only that one (the published studies' setting: posbias.publish.KERNELS)
+KERNELS_ENV = "ATEN_CPU_CAPABILITY"
+NATIVE = "native"  # the record's value when torch picks the CPU's best kernels itself
 
 _JOB: dict = {}
 
@@ -71,7 +78,7 @@ def record() -> dict:
     """The provenance of what the current job writes."""
     return {"posbias_version": __version__, **git_state(),
             **({"rule": None, "wildcards": {}, "params_sha256": None, "seed": None} | _JOB),
-            "packages": package_versions()}
+            "packages": package_versions(), "cpu_kernels": os.environ.get(KERNELS_ENV) or NATIVE}
 
 
 def line(rec: dict | None = None) -> str:

@@ -36,6 +36,11 @@ from posbias.errors import PosbiasError
 PER_QUERY = "per_query.csv"
 LOSS_CURVES = "loss_curves.csv"
 MANIFEST = "MANIFEST.json"
+# The CPU kernels every published study is computed with, and CI's reruns of their slices (tests/conftest.py): torch's
+# AVX2 kernels (with oneDNN's and MKL's held to AVX2), which every x86 CPU of the last decade has; on an AVX-512 CPU
+# torch's own choice sums in another order, and a training curve drifts by a few percent over 300 steps (measured:
+# the OC-SFT toy's base grader, 4.5 % at most; 0 with these set)
+KERNELS = {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"}
 # the per-query metric files of rule rerank_summary's inputs: results/metrics/rerank/<model>/<dataset>/
 # <retriever>/<debias>.parquet (the .summary and .curve files beside them are aggregates)
 _METRIC = re.compile(r"^[^.]+(@[^.]+)?\.parquet$")
@@ -89,7 +94,8 @@ def job_seconds(run_dir: Path) -> float:
 
 
 def _one_state(records: dict[str, dict]) -> dict:
-    """The commit every artifact names; one line naming the odd ones out otherwise."""
+    """The commit every artifact names, computed with the published kernels (:data:`KERNELS`); one line naming the
+    odd ones out otherwise."""
     commits = {(r["git_commit"], r["git_dirty"]) for r in records.values()}
     if len(commits) != 1:
         raise PosbiasError(f"the run's artifacts come from {len(commits)} states of the code "
@@ -98,6 +104,11 @@ def _one_state(records: dict[str, dict]) -> dict:
     if dirty or commit is None:
         raise PosbiasError("the run's artifacts were written by a checkout with uncommitted changes (or outside "
                            "git); commit, rerun and publish again")
+    kernels = {r.get("cpu_kernels", provenance.NATIVE) for r in records.values()}
+    if kernels != {KERNELS[provenance.KERNELS_ENV]}:
+        raise PosbiasError(f"the run's artifacts were computed with torch's {'/'.join(sorted(kernels))} CPU kernels, "
+                           f"the published studies with {KERNELS[provenance.KERNELS_ENV]}'s; rerun with "
+                           f"{' '.join(f'{k}={v}' for k, v in KERNELS.items())} set, so CI reproduces it on any x86 CPU")
     return next(iter(records.values()))
 
 
@@ -137,6 +148,7 @@ def publish(run_dir: Path, dest: Path, config: Path) -> dict:
         manifest = {
             "git_commit": state["git_commit"], "git_describe": state["git_describe"],
             "posbias_version": state["posbias_version"], "packages": state["packages"],
+            "cpu_kernels": state["cpu_kernels"],
             "config": Path(config).name, "job_seconds": round(job_seconds(run_dir), 1),
             "wall_seconds": wall_seconds(run_dir), "invocations": len(invocations(run_dir)),
             "experiments": frame.select("model", "dataset", "retriever").unique().sort("model", "dataset").rows(),
@@ -167,7 +179,7 @@ def _readme(manifest: dict, tables: list[Path], figures: list[Path]) -> str:
         "Written by `python -m posbias.publish` from a finished run; do not edit by hand (publish again).",
         "",
         f"- code: posbias {manifest['posbias_version']}, commit `{manifest['git_commit']}` "
-        f"(`{manifest['git_describe']}`), no uncommitted changes",
+        f"(`{manifest['git_describe']}`), no uncommitted changes; torch's {manifest['cpu_kernels']} CPU kernels",
         f"- config: `config.yaml` (a copy of `{manifest['config']}`)",
         f"- time: {manifest['job_seconds']:,.0f} s of jobs"
         + (f", {wall:,.0f} s wall ({wall / 60:.0f} min) over its {manifest['invocations']} Snakemake "
