@@ -1,6 +1,7 @@
 """The ``posbias`` command: every subcommand's --help, the audit's config, check, compare's metric deltas; and
 ``python -m posbias.<module> --help`` of every module entry point (exit 0)."""
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -59,6 +60,16 @@ def test_run_passes_the_config_alone_and_the_rest_to_snakemake():
     assert command[command.index("--directory") + 1] == "out" and command[-2:] == ["-n", "reranking"]
     assert "--replace-workflow-config" in command and command[command.index("--cores") + 1] == "2"
     assert "--cores" not in cli.snakemake_command(Path("my.yaml"), Path("."), ["--profile", "slurm"])
+
+
+@pytest.mark.parametrize("flag, kernels", [([], None), (["--published-kernels"], "avx2")])
+def test_run_computes_with_the_published_kernels_when_asked(monkeypatch, flag, kernels):
+    calls = []
+    monkeypatch.delenv("ATEN_CPU_CAPABILITY")  # tests/conftest.py sets it for the suite
+    monkeypatch.setattr(cli.subprocess, "call", lambda command, env=None: calls.append(env) or 0)
+    result = runner.invoke(cli.app, ["run", str(REPO / "config" / "config.yaml"), *flag, "-n"])
+    assert result.exit_code == 0 and len(calls) == 1, result.output
+    assert (calls[0] or os.environ).get("ATEN_CPU_CAPABILITY") == kernels
 
 
 def test_check_says_ok_for_the_default_config():

@@ -1,6 +1,7 @@
 """``posbias``: one command for the workflow (a console script; ``./posbias.sh`` keeps the README's two commands).
 
-    posbias run CONFIG [SNAKEMAKE ARGS]      the workflow on a config (its results in --directory, default .)
+    posbias run CONFIG [SNAKEMAKE ARGS]      the workflow on a config (its results in --directory, default .;
+                                             --published-kernels: the CPU kernels a study is published with)
     posbias check CONFIG                     the config checked as the workflow will check it
     posbias plan CONFIG                      the compute plan on stand-in data: jobs, calls, tokens, device-hours
     posbias audit MODEL                      one model's position bias on DL19 or DL20, the standard protocol
@@ -90,10 +91,15 @@ def resolved_paths(config: dict, base: Path) -> list[str]:
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def run(ctx: typer.Context, config: Annotated[Path, typer.Argument(help="A workflow config (YAML).")],
-        directory: Annotated[Path, typer.Option(help="Where results/, logs/ and benchmarks/ go.")] = Path(".")):
+        directory: Annotated[Path, typer.Option(help="Where results/, logs/ and benchmarks/ go.")] = Path("."),
+        published_kernels: Annotated[bool, typer.Option(
+            help="Compute with torch's CPU kernels of the published studies (what `python -m posbias.publish` "
+                 "requires; the same sums on any x86 CPU).")] = False):
     """Run the workflow on CONFIG; further arguments go to snakemake (e.g. -n, a target, --profile slurm).
     In another --directory, the config's relative file paths are read from the folder the command runs in: the
     config, with those made absolute, is written to DIRECTORY/config.yaml and run from there."""
+    from posbias.publish import KERNELS
+
     readable(config)
     if directory.resolve() != Path.cwd().resolve():
         settings = yaml.safe_load(config.read_text())
@@ -104,7 +110,8 @@ def run(ctx: typer.Context, config: Annotated[Path, typer.Argument(help="A workf
             config.write_text(yaml.safe_dump(settings, sort_keys=False))
             typer.echo(f"posbias: run: {len(rewritten)} relative path(s) read from {Path.cwd()} "
                        f"(e.g. {rewritten[0]}); the config as run: {config}", err=True)
-    raise typer.Exit(subprocess.call(snakemake_command(config, directory, list(ctx.args))))
+    env = {**os.environ, **KERNELS} if published_kernels else None
+    raise typer.Exit(subprocess.call(snakemake_command(config, directory, list(ctx.args)), env=env))
 
 
 @app.command()
