@@ -259,6 +259,8 @@ def batch_orders(wildcards):
 STABILITY_TARGETS = pbconfig.stability_targets(config)
 # whether some stability row is an adaptive budget (rule adaptive_savings)
 ADAPTIVE_BUDGETS = pbconfig.adaptive_budgets(config)
+# the trained pointwise variants scored outside the dev set (rule ocsft_settings_table)
+OCSFT_SETTINGS = pbconfig.scored_pointwise_variants(config)
 # OC-SFT's Table 1: pointwise passage reranking with shuffles (the other consumers have their own table)
 RERANKING_EXPERIMENTS = [
     target[:3]

@@ -91,6 +91,7 @@ rule report:
         # every method on one stability × cost frontier (rule frontier)
         rules.frontier.output if STABILITY_TARGETS else [],
         rules.adaptive_savings.output if ADAPTIVE_BUDGETS else [],
+        rules.ocsft_settings_table.output if OCSFT_SETTINGS else [],
         rules.teachers_table.output if TEACHER_STUDY else [],
         rules.label_budget_table.output if LABEL_BUDGET else [],
         rules.channels_table.output if CHANNEL_PROBES else [],

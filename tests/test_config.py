@@ -51,6 +51,22 @@ def test_adaptive_budgets_are_checked_where_the_config_asks_for_them_and_a_stuck
 
 
 
+def test_the_ocsft_settings_table_is_planned_where_a_trained_pointwise_variant_is_scored():
+    """The default run scores OC-SFT and single order on the synthetic set (its settings table's two columns); a
+    config whose only pointwise scorers are untrained (the Grades study of real models) plans no settings table, nor
+    does one that scores its variants on the dev set alone."""
+    cfg = copy.deepcopy(DEFAULT)
+    pbconfig.validate(cfg)
+    pbconfig.prepare(cfg, files=False)
+    assert pbconfig.scored_pointwise_variants(cfg) == ["tiny-ocsft", "tiny-single-order"]
+    grades = yaml.safe_load((REPO / "config" / "examples" / "real-llms-grades.yaml").read_text())
+    pbconfig.validate(grades)
+    pbconfig.prepare(grades, files=False)
+    assert pbconfig.stability_targets(grades) and pbconfig.scored_pointwise_variants(grades) == []
+    cfg["ocsft"]["dev"] = "synthetic"
+    assert pbconfig.scored_pointwise_variants(cfg) == []
+
+
 def test_settings_that_do_nothing_are_notices():
     """A vLLM block on a transformers model, and marker relabelling over windows of one passage."""
     cfg = copy.deepcopy(DEFAULT)

@@ -13,6 +13,7 @@ from posbias.config.experiments import (
     relevant_grade,
     silver_shuffles,
     silver_teacher,
+    stability_targets,
     variant_of,
 )
 from posbias.config.schema_defaults import model_defaults
@@ -107,6 +108,16 @@ def pointwise_settings(config: dict) -> dict[str, dict]:
                 "method": method.name, "lambda": run["hyper"]["consistency"] if method.consistency else 0.0,
                 "views": views, "grid": method.on_lambda_grid}
     return out
+
+
+def scored_pointwise_variants(config: dict) -> list[str]:
+    """The trained pointwise variants (:func:`pointwise_settings`) whose decision stability some experiment measures
+    outside OC-SFT's dev set: the OC-SFT settings table's columns (rule ocsft_settings_table, planned only where
+    there is one)."""
+    settings, dev = pointwise_settings(config), config["ocsft"]["dev"]
+    scored = [variant_of(config["training"], model) for model, dataset, _, level in stability_targets(config)
+              if level == "none" and dataset != dev]
+    return [v for v in dict.fromkeys(scored) if v in settings]
 
 
 def teacher_study(config: dict) -> list[dict]:

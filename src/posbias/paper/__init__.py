@@ -157,7 +157,7 @@ TABLES: dict[str, PaperTable] = {
         rule="stability_table"),
     "ocsft_settings": PaperTable(
         "OC-SFT settings: consistency weight λ, views N and the anchor", ("stability", "variants", "settings", "dev"),
-        ocsft_settings, rule="stability_table"),
+        ocsft_settings, rule="ocsft_settings_table"),
     "matched_retention": PaperTable(
         "Retention overlap at each scorer's F1 threshold and at one matched retention rate (OC-SFT)",
         ("stability", "stability_queries", "variants", "reference", "dev"), matched_retention,
