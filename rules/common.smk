@@ -261,6 +261,8 @@ STABILITY_TARGETS = pbconfig.stability_targets(config)
 ADAPTIVE_BUDGETS = pbconfig.adaptive_budgets(config)
 # the trained pointwise variants scored outside the dev set (rule ocsft_settings_table)
 OCSFT_SETTINGS = pbconfig.scored_pointwise_variants(config)
+# OC-SFT and single order from one base, both scored outside the dev set (rule bases_pooled_table)
+BASE_PAIRS = pbconfig.scored_base_pairs(config)
 # OC-SFT's Table 1: pointwise passage reranking with shuffles (the other consumers have their own table)
 RERANKING_EXPERIMENTS = [
     target[:3]

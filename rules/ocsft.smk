@@ -241,15 +241,6 @@ rule stability_table:
         ),
         matched_csv="results/tables/matched_retention.csv",
         matched_tex="results/tables/matched_retention.tex",
-        bases=report(
-            "results/figures/bases_pooled.png",
-            caption="../docs/captions/bases_pooled.rst",
-            category="OC-SFT",
-        ),
-        bases_pdf="results/figures/bases_pooled.pdf",
-        bases_table="results/tables/bases_pooled.md",
-        bases_csv="results/tables/bases_pooled.csv",
-        bases_tex="results/tables/bases_pooled.tex",
     log:
         "logs/tables/stability.log",
     benchmark:
@@ -267,24 +258,48 @@ rule stability_table:
         reference=pbconfig.ocsft_reference(config),
         settings=pbconfig.pointwise_settings(config),
         dev=config["ocsft"]["dev"],
-        base_pairs=pbconfig.base_pairs(config),
-        tables={
-            "stability": "table",
-            "matched_retention": "matched",
-            "bases_pooled": "bases_table",
-        },
-        figures={
-            "bsc_curve": "figure",
-            "bases_pooled": "bases",
-        },
+        tables={"stability": "table", "matched_retention": "matched"},
+        figures={"bsc_curve": "figure"},
         frames={},
     script:
         "../workflow/scripts/report.py"
 
 
+# OC-SFT over base models, from the stability table's first input: a job of its own, planned where OC-SFT and
+# single order trained from one base are both scored outside the dev set (BASE_PAIRS)
+use rule stability_table as bases_pooled_table with:
+    input:
+        stability=[paths.stability(*key, "none") for key in RERANKING_EXPERIMENTS],
+    output:
+        bases=report(
+            "results/figures/bases_pooled.png",
+            caption="../docs/captions/bases_pooled.rst",
+            category="OC-SFT",
+        ),
+        bases_pdf="results/figures/bases_pooled.pdf",
+        bases_table="results/tables/bases_pooled.md",
+        bases_csv="results/tables/bases_pooled.csv",
+        bases_tex="results/tables/bases_pooled.tex",
+    log:
+        "logs/tables/bases_pooled.log",
+    benchmark:
+        "benchmarks/tables/bases_pooled.tsv"
+    localrule: True
+    params:
+        provenance=REPORT_LINE,
+        variants={m: pbconfig.variant_of(config["training"], m) for m, _, _ in RERANKING_EXPERIMENTS},
+        dev=config["ocsft"]["dev"],
+        base_pairs=BASE_PAIRS,
+        tables={"bases_pooled": "bases_table"},
+        figures={"bases_pooled": "bases"},
+        frames={},
+
+
 # OC-SFT's settings side by side, from the stability table's inputs: a job of its own, planned where some trained
 # pointwise variant is scored outside the dev set (OCSFT_SETTINGS)
 use rule stability_table as ocsft_settings_table with:
+    input:
+        stability=[paths.stability(*key, "none") for key in RERANKING_EXPERIMENTS],
     output:
         settings=report(
             "results/tables/ocsft_settings.md",

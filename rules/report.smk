@@ -92,6 +92,7 @@ rule report:
         rules.frontier.output if STABILITY_TARGETS else [],
         rules.adaptive_savings.output if ADAPTIVE_BUDGETS else [],
         rules.ocsft_settings_table.output if OCSFT_SETTINGS else [],
+        rules.bases_pooled_table.output if BASE_PAIRS else [],
         rules.teachers_table.output if TEACHER_STUDY else [],
         rules.label_budget_table.output if LABEL_BUDGET else [],
         rules.channels_table.output if CHANNEL_PROBES else [],

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from posbias.publish import KERNELS
+from posbias.provenance import KERNELS
 
 REPO = Path(__file__).resolve().parents[1]
 pytest_plugins = ["tests.phases", "tests.runs"]

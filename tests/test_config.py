@@ -67,6 +67,26 @@ def test_the_ocsft_settings_table_is_planned_where_a_trained_pointwise_variant_i
     assert pbconfig.scored_pointwise_variants(cfg) == []
 
 
+def test_the_bases_figure_is_planned_where_ocsft_and_single_order_from_one_base_are_scored():
+    """The default run scores OC-SFT and single order trained from tiny-grades on the synthetic set: one cell of the
+    pooled-over-bases figure. The Grades study of untrained models has none (it drew two empty panels), nor has a
+    run that scores the pair on the dev set alone or scores only one of the two."""
+    cfg = copy.deepcopy(DEFAULT)
+    pbconfig.validate(cfg)
+    pbconfig.prepare(cfg, files=False)
+    pairs = pbconfig.scored_base_pairs(cfg)
+    assert [(p["ocsft"], p["single"]) for p in pairs] == [("tiny-ocsft", "tiny-single-order")]
+    grades = yaml.safe_load((REPO / "config" / "examples" / "real-llms-grades.yaml").read_text())
+    pbconfig.validate(grades)
+    pbconfig.prepare(grades, files=False)
+    assert pbconfig.scored_base_pairs(grades) == []
+    dev = copy.deepcopy(cfg)
+    dev["ocsft"]["dev"] = "synthetic"
+    assert pbconfig.scored_base_pairs(dev) == []
+    cfg["reranking"]["experiments"] = [e for e in cfg["reranking"]["experiments"] if e["model"] != "tiny-single-order"]
+    assert pbconfig.scored_base_pairs(cfg) == []
+
+
 def test_settings_that_do_nothing_are_notices():
     """A vLLM block on a transformers model, and marker relabelling over windows of one passage."""
     cfg = copy.deepcopy(DEFAULT)

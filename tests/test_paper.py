@@ -401,6 +401,52 @@ def test_the_frontier_puts_every_method_on_the_queries_every_row_scored_with_its
     assert result.data["calls"].to_list() == sorted(result.data["calls"].to_list())  # cheapest first
 
 
+def test_no_figure_lets_noise_fill_a_panel_or_draws_an_empty_one(tmp_path, monkeypatch):
+    """What the published Grades study drew: τ-PSI axes 0.0004 high (two models' equal values filling the panel),
+    K axes of 0.95 … 1.05 around K = 1 points, a legend naming adaptive budgets the run has not, and PermSC's
+    panel empty in a run without PermSC. Each figure's axes are read before it is saved."""
+    import pyarrow as pa
+
+    from posbias import schemas
+    from posbias.paper import bsc_curve, inference_vs_training
+    from posbias.paper.writers import min_y_span, pyplot
+
+    fig, ax = pyplot().subplots()
+    ax.plot([1, 2], [0.4897, 0.4901])
+    min_y_span(ax, 0.05)
+    assert ax.get_ylim() == pytest.approx((0.4649, 0.5149))
+    ax.set_ylim(0.0, 1.0)
+    min_y_span(ax, 0.05)  # wide enough already: left alone
+    assert ax.get_ylim() == (0.0, 1.0)
+    pyplot().close(fig)
+
+    drawn = []
+    for module in (bsc_curve, inference_vs_training):
+        monkeypatch.setattr(module, "save_figure", lambda figure, path, dpi=120: drawn.append(figure))
+    rows = [{"model": m, "dataset": "dl19", "retriever": "bm25", "debias": "none", "family": "pointwise", "k": k,
+             "budget": "fixed", "presentations": 3 // k, "ndcg10": 0.38 + 0.001 * k,
+             "tau_psi": 0.4899 + 0.0002 * (m == "b") if k == 1 else math.nan,
+             "jaccard": 0.998 if k == 1 else math.nan, "draws": float(k)} for m in ("a", "b") for k in (1, 2, 3)]
+    stability = pl.from_arrow(pa.Table.from_pylist(rows, schema=schemas.STABILITY))
+    bsc_curve.bsc_figure(stability, tmp_path / "bsc.png")
+    panels = [a for a in drawn[-1].axes if a.axison]
+    assert len(panels) == 3
+    for panel in panels:
+        low, high = panel.get_ylim()
+        assert high - low >= 0.05 - 1e-12 and panel.get_xlim() == (0.5, 3.5)
+    legend = drawn[-1].axes[-1].get_legend()
+    assert legend.get_title().get_text() == ""  # no adaptive row: no word of one
+    assert "need two presentations" in drawn[-1].get_suptitle()
+
+    no_permsc = pl.concat([_metrics(m, {"original": [0.9] * 4, "shuffled-0": [0.5] * 4, "shuffled-1": [0.6] * 4})
+                           for m in ("m-s1", "m-s2")])
+    assert inference_vs_training_figure(no_permsc, TRAINING, tmp_path / "f5.png").is_empty()
+    assert len(drawn[-1].axes) == 1  # the per-seed panel alone
+    with_permsc = pl.concat([no_permsc, _metrics("m-s1", {"original": [0.7] * 4}, debias="permsc@2")])
+    inference_vs_training_figure(with_permsc, TRAINING, tmp_path / "f5.png")
+    assert len(drawn[-1].axes) == 2
+
+
 def test_pareto_front_known_answers():
     from posbias.paper.frontier import pareto
 

@@ -88,11 +88,11 @@ with logged(job, "r"):
 
 
 def test_the_suite_computes_with_the_published_kernels_and_records_them(monkeypatch):
-    """tests/conftest.py holds torch to the published studies' CPU kernels (posbias.publish.KERNELS) before torch
+    """tests/conftest.py holds torch to the published studies' CPU kernels (posbias.provenance.KERNELS) before torch
     loads, so the slices CI reruns reproduce them on an AVX-512 CPU too; every record names the kernels."""
     import torch
 
-    from posbias.publish import KERNELS
+    from posbias.provenance import KERNELS
 
     assert torch.backends.cpu.get_cpu_capability() in ("AVX2", "DEFAULT")  # never AVX512, whatever the CPU has
     assert provenance.record()["cpu_kernels"] == KERNELS["ATEN_CPU_CAPABILITY"] == "avx2"

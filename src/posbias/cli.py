@@ -98,7 +98,7 @@ def run(ctx: typer.Context, config: Annotated[Path, typer.Argument(help="A workf
     """Run the workflow on CONFIG; further arguments go to snakemake (e.g. -n, a target, --profile slurm).
     In another --directory, the config's relative file paths are read from the folder the command runs in: the
     config, with those made absolute, is written to DIRECTORY/config.yaml and run from there."""
-    from posbias.publish import KERNELS
+    from posbias.provenance import KERNELS
 
     readable(config)
     if directory.resolve() != Path.cwd().resolve():

@@ -36,11 +36,6 @@ from posbias.errors import PosbiasError
 PER_QUERY = "per_query.csv"
 LOSS_CURVES = "loss_curves.csv"
 MANIFEST = "MANIFEST.json"
-# The CPU kernels every published study is computed with, and CI's reruns of their slices (tests/conftest.py): torch's
-# AVX2 kernels (with oneDNN's and MKL's held to AVX2), which every x86 CPU of the last decade has; on an AVX-512 CPU
-# torch's own choice sums in another order, and a training curve drifts by a few percent over 300 steps (measured:
-# the OC-SFT toy's base grader, 4.5 % at most; 0 with these set)
-KERNELS = {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"}
 # the per-query metric files of rule rerank_summary's inputs: results/metrics/rerank/<model>/<dataset>/
 # <retriever>/<debias>.parquet (the .summary and .curve files beside them are aggregates)
 _METRIC = re.compile(r"^[^.]+(@[^.]+)?\.parquet$")
@@ -94,8 +89,8 @@ def job_seconds(run_dir: Path) -> float:
 
 
 def _one_state(records: dict[str, dict]) -> dict:
-    """The commit every artifact names, computed with the published kernels (:data:`KERNELS`); one line naming the
-    odd ones out otherwise."""
+    """The commit every artifact names, computed with the published kernels (:data:`posbias.provenance.KERNELS`);
+    one line naming the odd ones out otherwise."""
     commits = {(r["git_commit"], r["git_dirty"]) for r in records.values()}
     if len(commits) != 1:
         raise PosbiasError(f"the run's artifacts come from {len(commits)} states of the code "
@@ -105,10 +100,10 @@ def _one_state(records: dict[str, dict]) -> dict:
         raise PosbiasError("the run's artifacts were written by a checkout with uncommitted changes (or outside "
                            "git); commit, rerun and publish again")
     kernels = {r.get("cpu_kernels", provenance.NATIVE) for r in records.values()}
-    if kernels != {KERNELS[provenance.KERNELS_ENV]}:
+    if kernels != {provenance.KERNELS[provenance.KERNELS_ENV]}:
         raise PosbiasError(f"the run's artifacts were computed with torch's {'/'.join(sorted(kernels))} CPU kernels, "
-                           f"the published studies with {KERNELS[provenance.KERNELS_ENV]}'s; rerun with "
-                           f"{' '.join(f'{k}={v}' for k, v in KERNELS.items())} set, so CI reproduces it on any x86 CPU")
+                           f"the published studies with {provenance.KERNELS[provenance.KERNELS_ENV]}'s; rerun with "
+                           f"{' '.join(f'{k}={v}' for k, v in provenance.KERNELS.items())} set, so CI reproduces it on any x86 CPU")
     return next(iter(records.values()))
 
 

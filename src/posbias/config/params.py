@@ -16,6 +16,7 @@ from posbias.config.experiments import (
     stability_targets,
     variant_of,
 )
+from posbias.config.expansion import base_pairs
 from posbias.config.schema_defaults import model_defaults
 from posbias.rerankers import model_kinds
 from posbias.training import families
@@ -118,6 +119,17 @@ def scored_pointwise_variants(config: dict) -> list[str]:
     scored = [variant_of(config["training"], model) for model, dataset, _, level in stability_targets(config)
               if level == "none" and dataset != dev]
     return [v for v in dict.fromkeys(scored) if v in settings]
+
+
+def scored_base_pairs(config: dict) -> list[dict[str, str]]:
+    """The pairs of :func:`base_pairs` whose OC-SFT and single-order variants are both scored on some dataset and
+    first stage outside OC-SFT's dev set: the pooled-over-bases figure's cells (rule bases_pooled_table, planned
+    only where there is one)."""
+    dev, cells = config["ocsft"]["dev"], {}
+    for model, dataset, retriever, level in stability_targets(config):
+        if level == "none" and dataset != dev:
+            cells.setdefault(variant_of(config["training"], model), set()).add((dataset, retriever))
+    return [p for p in base_pairs(config) if cells.get(p["ocsft"], set()) & cells.get(p["single"], set())]
 
 
 def teacher_study(config: dict) -> list[dict]:

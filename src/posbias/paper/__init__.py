@@ -170,7 +170,7 @@ TABLES: dict[str, PaperTable] = {
         ("stability", "silver_stats", "label_budget", "variants", "dev"), label_budget, rule="label_budget_table"),
     "bases_pooled": PaperTable(
         "OC-SFT over base models: its stability gain over single order, per base and pooled over cells",
-        ("stability", "base_pairs", "variants", "dev"), _bases_table, rule="stability_table"),
+        ("stability", "base_pairs", "variants", "dev"), _bases_table, rule="bases_pooled_table"),
     "frontier": PaperTable(
         "Every method on one frontier: quality, decision stability and cost per query",
         ("stability_queries", "stability", "variants", "references", "decisions", "settings"), frontier,
@@ -212,7 +212,7 @@ FIGURES: dict[str, PaperFigure] = {
                              rule="stability_table"),
     "bases_pooled": PaperFigure(
         "OC-SFT's stability gain over single order per base model, pooled",
-        ("stability", "base_pairs", "variants", "dev"), _bases_figure, rule="stability_table"),
+        ("stability", "base_pairs", "variants", "dev"), _bases_figure, rule="bases_pooled_table"),
     "teachers": PaperFigure(
         "OC-SFT: the student's quality against its teacher's silver-β and label quality (Figures 9 and 11)",
         ("stability", "silver_stats", "teacher_study", "variants", "dev"), teachers_figure, rule="teachers_table"),

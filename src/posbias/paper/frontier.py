@@ -23,7 +23,7 @@ from posbias.debias import AGGREGATE_LISTS, AVERAGE_SCORES, shuffle_combine
 from posbias.debias.adaptive import ADAPTIVE, FIXED, label
 from posbias.paper.seeds import named_variants, shown
 from posbias.paper.stats import ALPHA, holm_by_metric, mean_sd, paired_against, significant
-from posbias.paper.writers import Table, fmt, fmt_sd, line_styles, panels_with_legend, save_figure
+from posbias.paper.writers import Table, fmt, fmt_sd, line_styles, min_y_span, panels_with_legend, save_figure
 
 TESTED = ("ndcg10", "tau_psi", "jaccard")  # paired over queries against the reference
 FLIPS = ("flip", "verdict_flip")  # a consumer's flip rates (posbias.consumers), where the dataset has one
@@ -230,5 +230,7 @@ def frontier_figure(per_query: pl.DataFrame, stability: pl.DataFrame, variants: 
             cost_ax.xaxis.set_minor_formatter(NullFormatter())
         quality_ax.set(xlabel="nDCG@10 over shuffled presentations", ylabel="τ-PSI",
                        title=f"{dataset} · {retriever}\nquality × stability")
+        for ax in (cost_ax, quality_ax):
+            min_y_span(ax, 0.05)  # τ-PSI is on [0, 1]: two rows 0.0004 apart must not fill the panel
         legend_ax.legend(handles=handles, fontsize=6, loc="upper left", frameon=False, ncol=1 + len(handles) // 24)
     save_figure(fig, path, 120)

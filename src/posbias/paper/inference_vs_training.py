@@ -56,7 +56,10 @@ def inference_vs_training_figure(metrics: pl.DataFrame, training: dict, path: st
     by_k = (pl.concat([points.drop_nulls("method"), methods.join(plain, on=keys).select(points.columns)])
             .sort(*keys, "method", "k"))
     plt = pyplot()
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.8), constrained_layout=True)
+    # the right panel only where the run lists permsc@K (an empty panel says nothing a reader needs)
+    panels = 1 if by_k.is_empty() else 2
+    fig, axes = plt.subplots(1, panels, figsize=(6 * panels, 4.8), constrained_layout=True, squeeze=False)
+    axes = axes[0]
     # one colour and marker per model (variant · dataset), the same in both panels
     names = list(dict.fromkeys(f"{v} · {d}" for v, d in by_k.select("variant", "dataset").iter_rows()))
     names += [n for n in dict.fromkeys(f"{v} · {d}" for v, d in per_seed.select("variant", "dataset").iter_rows())
@@ -73,7 +76,7 @@ def inference_vs_training_figure(metrics: pl.DataFrame, training: dict, path: st
         top = g.sort("k").row(-1, named=True)
         axes[0].axhline(top["value"], ls=":", lw=1.2, color=style[f"{variant} · {dataset}"]["color"],
                         label=f"{variant} · {dataset} + permsc@{top['k']} (lists)")
-    series = by_k.group_by(*keys, "method", maintain_order=True)
+    series = by_k.group_by(*keys, "method", maintain_order=True) if panels == 2 else []
     lines = by_k.select(*keys, "method").unique().height
     for i, ((variant, dataset, retriever, method), g) in enumerate(series):
         look = style[f"{variant} · {dataset}"]
@@ -84,15 +87,14 @@ def inference_vs_training_figure(metrics: pl.DataFrame, training: dict, path: st
         peak = g.sort("value", descending=True).row(0, named=True)
         axes[1].scatter([peak["k"] + shift], [peak["value"]], s=110, facecolors="none", edgecolors=look["color"])
     axes[0].set(xlabel="shuffle seed", ylabel="nDCG@10", title="Per shuffle seed (dotted: PermSC over the lists)")
-    axes[1].set(xlabel="PermSC permutations K (1 = one pass over a shuffled list)", ylabel="nDCG@10",
-                title="PermSC against K (dashed: per window; circle: peak;\nbars: 95% bootstrap interval over queries)")
+    if panels == 2:
+        axes[1].set(xlabel="PermSC permutations K (1 = one pass over a shuffled list)", ylabel="nDCG@10",
+                    title="PermSC against K (dashed: per window; circle: peak;\nbars: 95% bootstrap interval over "
+                          "queries)")
     for ax in axes:
         ax.grid(alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2, frameon=False)
-    if by_k.is_empty():  # say why the panel is empty rather than leave bare axes
-        axes[1].text(0.5, 0.5, "no experiment of this run lists permsc@K", ha="center", va="center",
-                     transform=axes[1].transAxes, color="0.4")
     integer_x(axes)
     save_figure(fig, path, 120)
     return by_k

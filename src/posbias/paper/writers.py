@@ -161,6 +161,15 @@ def integer_x(axes) -> None:
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
 
 
+def min_y_span(ax, span: float) -> None:
+    """Widen the y axis of ``ax`` to at least ``span`` around its data's middle: matplotlib fits the axis to the
+    data, so a difference of 0.0004 between two points would fill the panel and read as a large effect."""
+    low, high = ax.get_ylim()
+    if high - low < span:
+        middle = (low + high) / 2
+        ax.set_ylim(middle - span / 2, middle + span / 2)
+
+
 def panels_with_legend(rows: int, panels: int, legend_columns: int, size: tuple[float, float]):
     """A figure of ``rows`` rows of ``panels`` panels, each ``size`` inches, and one more column holding each row's
     legend (``legend_columns`` columns of entries wide, its axes off), so a long legend never squeezes or covers
