@@ -109,7 +109,7 @@ rule rerank_summary:
 
 
 rule rerank_tables:
-    """The rerank table and every model's position curves."""
+    """The rerank table: quality under permuted orders, τ-PSI, position curves' spread and cost per model."""
     input:
         summaries=RERANK_RESULTS["summaries"],
         curves=RERANK_RESULTS["curves"],
@@ -121,12 +121,6 @@ rule rerank_tables:
         ),
         csv="results/tables/rerank.csv",
         tex="results/tables/rerank.tex",
-        figure=report(
-            "results/figures/position_curve_all.png",
-            caption="../docs/captions/position_curve.rst",
-            category="Reranking",
-        ),
-        figure_pdf="results/figures/position_curve_all.pdf",
     log:
         "logs/tables/rerank.log",
     benchmark:
@@ -142,7 +136,7 @@ rule rerank_tables:
         window=config["reranking"]["window"],
         step=config["reranking"]["step"],
         tables={"rerank": "table"},
-        figures={"position_curve_all": "figure"},
+        figures={},
         frames={},
     script:
         "../workflow/scripts/report.py"

@@ -87,6 +87,21 @@ def test_the_bases_figure_is_planned_where_ocsft_and_single_order_from_one_base_
     assert pbconfig.scored_base_pairs(cfg) == []
 
 
+def test_every_models_position_curves_are_drawn_where_an_experiment_moves_the_relevant_passage():
+    """position_curve_all was an output of rerank_tables, drawn as two empty panels by a run without position orders
+    (the published PermSC stage); it is a paper figure planned where some experiment has them."""
+    from posbias import paper
+
+    cfg = copy.deepcopy(DEFAULT)
+    pbconfig.validate(cfg)
+    pbconfig.prepare(cfg, files=False)
+    assert "position_curve_all" in paper.filled(paper.FIGURES, "paper_figure", cfg)
+    permsc = yaml.safe_load((REPO / "config" / "examples" / "real-llms-permsc.yaml").read_text())
+    pbconfig.validate(permsc)
+    pbconfig.prepare(permsc, files=False)
+    assert "position_curve_all" not in paper.filled(paper.FIGURES, "paper_figure", permsc)
+
+
 def test_settings_that_do_nothing_are_notices():
     """A vLLM block on a transformers model, and marker relabelling over windows of one passage."""
     cfg = copy.deepcopy(DEFAULT)

@@ -204,7 +204,7 @@ FIGURES: dict[str, PaperFigure] = {
         ("curves", "training"), ablation_curves_figure, when=scope.listwise_trained),
     "position_curve_all": PaperFigure(
         "Position curves of every model and debiasing method", ("curves",), _position_curve_all,
-        rule="rerank_tables"),
+        when=scope.with_order("position")),
     "augmentation": PaperFigure(
         "Augmentation of {dataset}: input position of the teacher's best passage", ("position_ranks",),
         augmentation_figure, rule="augmentation_report"),
