@@ -28,11 +28,13 @@ GRADES = "real-llms-grades"
 FINETUNE = "real-finetune"
 # The fourth stage (number identifiers, slot rotation, CapCal on the Grades slots), its table in docs/results.md
 SLOTS = "real-llms-slots"
+# The fifth stage (PermSC for K = 1 … 10 over 10 shuffles, both models), its table in docs/results.md
+PERMSC = "real-llms-permsc"
 # OC-SFT's claim at toy scale (tests/test_run_ocsft_toy.py checks its claims and reruns its slice)
 OCSFT_TOY = "ocsft-toy"
 PUBLISHED = {**STUDIES, MODES: "real-llms-modes.yaml", MODES_GEMMA: "real-llms-modes-gemma3.yaml",
-             GRADES: "real-llms-grades.yaml", SLOTS: "real-llms-slots.yaml", FINETUNE: "real-finetune.yaml",
-             OCSFT_TOY: "ocsft-toy.yaml"}
+             GRADES: "real-llms-grades.yaml", SLOTS: "real-llms-slots.yaml", PERMSC: "real-llms-permsc.yaml",
+             FINETUNE: "real-finetune.yaml", OCSFT_TOY: "ocsft-toy.yaml"}
 
 
 @pytest.mark.parametrize("study", PUBLISHED)
@@ -272,6 +274,72 @@ def test_the_fourth_stages_plain_readings_are_the_earlier_stages_cells():
         assert joined.height == mine.height > 0 and joined["value_right"].null_count() == 0, (model, study)
         worst = (joined["value"] - joined["value_right"]).abs().max()
         assert worst < 1e-9, f"{model}: differs from {study}'s {theirs} by up to {worst}"
+
+
+PERMSC_KS = (1, 2, 3, 4, 5)  # the K with at least two presentations of 10 shuffles (τ-PSI needs two)
+PERMSC_LISTS = tuple(range(2, 11))  # the list-level permsc@K the config lists
+
+
+def permsc_rows() -> list[str]:
+    """docs/results.md's table of the fifth stage: one column per model; the rerank table's plain and list-level
+    PermSC rows, the frontier's PermSC@K rows over disjoint groups of K shuffles, and the claims."""
+    folder = RESULTS / PERMSC
+    config = yaml.safe_load((folder / "config.yaml").read_text())
+    columns = [e["model"] for e in config["reranking"]["experiments"]]
+    rerank = {(r["model"], r["debias"]): r for r in pl.read_csv(folder / "tables" / "rerank.csv").to_dicts()}
+    frontier = {(r["variant"], r["k"]): r for r in pl.read_csv(folder / "tables" / "frontier.csv").filter(
+        (pl.col("budget") == "fixed") & pl.col("method").is_in(["none", *(f"permsc@{k}" for k in PERMSC_KS)])).to_dicts()}
+    claims = {(r["model"], r["claim"]): r for r in pl.read_csv(folder / "tables" / "claims.csv").to_dicts()}
+    names = {"smollm2": "SmolLM2-135M-Instruct", "gemma3": "Gemma-3-270M (base)"}
+
+    def row(label, cell) -> str:
+        return f"| {label} | " + " | ".join(cell(m) for m in columns) + " |"
+
+    def claim(model, name) -> str:
+        r = claims[(model, name)]
+        return "not run" if r["mark"] == "not run" else f"{r['mark']} ({r['effect']:+.3f}, p = {r['p']:.2g})"
+
+    def over_k(model, column) -> str:
+        return ", ".join(number(frontier[(model, k)][column]) for k in PERMSC_KS)
+
+    return [
+        "| DL19, BM25 top 20, 43 queries, FIRST (letters) | " + " | ".join(names[m] for m in columns) + " |",
+        "|---|" + "---|" * len(columns),
+        row("nDCG@10, first-stage order", lambda m: number(rerank[(m, "none")]["ndcg10_original"])),
+        row("nDCG@10, 10 shuffled orders (mean ± sd over orders)",
+            lambda m: spread(rerank[(m, "none")]["ndcg10_shuffled_mean"], rerank[(m, "none")]["ndcg10_shuffled_sd"])),
+        row("τ-PSI over the 10 shuffles", lambda m: number(rerank[(m, "none")]["tau_psi"])),
+        row("PermSC@K, K = 1 … 5 (10, 5, 3, 2, 2 presentations): nDCG@10", lambda m: over_k(m, "ndcg10")),
+        row("PermSC@K, K = 1 … 5: τ-PSI over the presentations", lambda m: over_k(m, "tau_psi")),
+        row("PermSC@K, K = 1 … 5: retention Jaccard", lambda m: over_k(m, "jaccard")),
+        row("PermSC of the first K shuffles, K = 2 … 10 (nDCG@10)",
+            lambda m: ", ".join(number(rerank[(m, f"permsc@{k}")]["ndcg10_original"]) for k in PERMSC_LISTS)),
+        *(row(f"claim: {name}", lambda m, name=name: claim(m, name))
+          for name in ("shuffling-lowers-quality", "permsc-beats-one-list")),
+    ]
+
+
+def test_the_results_page_shows_the_fifth_stages_numbers():
+    page = (REPO / "docs" / "results.md").read_text()
+    missing = [row for row in permsc_rows() if row not in page]
+    assert not missing, "docs/results.md's fifth-stage table is not the published one; it gives:\n" + "\n".join(
+        permsc_rows())
+
+
+def test_the_fifth_stages_shared_orders_are_the_first_stages_cells():
+    """The fifth stage's first-stage order and its first three shuffles are the first stage's (the orders' seeds do
+    not depend on how many shuffles a run has), read by another engine (transformers there, vLLM in the first
+    stage) at another commit: every per-query value of the plain reading must equal the first stage's."""
+    fifth = pl.read_csv(RESULTS / PERMSC / publish.PER_QUERY).filter(
+        (pl.col("debias") == "none") & pl.col("order").is_in(["original", "shuffled-0", "shuffled-1", "shuffled-2"]))
+    for model, study in (("smollm2", "real-llms-first"), ("gemma3", "real-llms-first-gemma3")):
+        mine = fifth.filter(pl.col("model") == model)
+        other = pl.read_csv(RESULTS / study / publish.PER_QUERY).filter(pl.col("debias") == "none")
+        joined = mine.join(other, on=["model", "dataset", "retriever", "order", "debias", "query_id", "measure"],
+                           how="left")
+        assert joined.height == mine.height == 4 * 43 * 3 and joined["value_right"].null_count() == 0, model
+        worst = (joined["value"] - joined["value_right"]).abs().max()
+        assert worst < 1e-9, f"{model}: differs from {study} by up to {worst}"
 
 
 def finetune_rows() -> list[str]:
