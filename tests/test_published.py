@@ -168,6 +168,11 @@ def test_the_results_page_shows_the_second_stages_numbers(study, model):
         "\n".join(missing)
 
 
+def claim_cell(r: dict) -> str:
+    """A claims.csv row as the results page writes it: its mark, effect and p, or "not run"."""
+    return "not run" if r["mark"] == "not run" else f"{r['mark']} ({r['effect']:+.3f}, p = {r['p']:.2g})"
+
+
 def grades_rows() -> list[str]:
     """docs/results.md's table of the third stage: one column per model in its config's order; the rerank table's
     plain rows, the stability table's K = 1 (retention) and BSC@K rows, and the claims."""
@@ -184,8 +189,7 @@ def grades_rows() -> list[str]:
         return f"| {label} | " + " | ".join(cell(m) for m in columns) + " |"
 
     def claim(model, name) -> str:
-        r = claims[(model, name)]
-        return "not run" if r["mark"] == "not run" else f"{r['mark']} ({r['effect']:+.3f}, p = {r['p']:.2g})"
+        return claim_cell(claims[(model, name)])
 
     names = {"smollm2": "SmolLM2-135M-Instruct", "gemma3": "Gemma-3-270M (base)"}
     return [
@@ -208,11 +212,6 @@ def grades_rows() -> list[str]:
     ]
 
 
-def test_the_results_page_shows_the_third_stages_numbers():
-    page = (REPO / "docs" / "results.md").read_text()
-    missing = [row for row in grades_rows() if row not in page]
-    assert not missing, "docs/results.md's third-stage table is not the published one; it gives:\n" + "\n".join(
-        grades_rows())
 
 
 # The fourth stage's readers, in its table's order: (its models entry minus the model's name, debias) and the label
@@ -296,8 +295,7 @@ def permsc_rows() -> list[str]:
         return f"| {label} | " + " | ".join(cell(m) for m in columns) + " |"
 
     def claim(model, name) -> str:
-        r = claims[(model, name)]
-        return "not run" if r["mark"] == "not run" else f"{r['mark']} ({r['effect']:+.3f}, p = {r['p']:.2g})"
+        return claim_cell(claims[(model, name)])
 
     def over_k(model, column) -> str:
         return ", ".join(number(frontier[(model, k)][column]) for k in PERMSC_KS)
@@ -319,11 +317,12 @@ def permsc_rows() -> list[str]:
     ]
 
 
-def test_the_results_page_shows_the_fifth_stages_numbers():
+@pytest.mark.parametrize(("stage", "rows"), [("third", grades_rows), ("fifth", permsc_rows)])
+def test_the_results_page_shows_a_stages_numbers(stage, rows):
     page = (REPO / "docs" / "results.md").read_text()
-    missing = [row for row in permsc_rows() if row not in page]
-    assert not missing, "docs/results.md's fifth-stage table is not the published one; it gives:\n" + "\n".join(
-        permsc_rows())
+    missing = [row for row in rows() if row not in page]
+    assert not missing, f"docs/results.md's {stage}-stage table is not the published one; it gives:\n" + "\n".join(
+        rows())
 
 
 def test_the_fifth_stages_shared_orders_are_the_first_stages_cells():
