@@ -415,6 +415,9 @@ def test_no_figure_lets_noise_fill_a_panel_or_draws_an_empty_one(tmp_path, monke
     ax.plot([1, 2], [0.4897, 0.4901])
     min_y_span(ax, 0.05)
     assert ax.get_ylim() == pytest.approx((0.4649, 0.5149))
+    ax.set_ylim(0.998, 0.999)
+    min_y_span(ax, 0.05)  # a Jaccard near 1: the axis stops at 1
+    assert ax.get_ylim() == pytest.approx((0.95, 1.0))
     ax.set_ylim(0.0, 1.0)
     min_y_span(ax, 0.05)  # wide enough already: left alone
     assert ax.get_ylim() == (0.0, 1.0)

@@ -161,12 +161,13 @@ def integer_x(axes) -> None:
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
 
 
-def min_y_span(ax, span: float) -> None:
-    """Widen the y axis of ``ax`` to at least ``span`` around its data's middle: matplotlib fits the axis to the
-    data, so a difference of 0.0004 between two points would fill the panel and read as a large effect."""
+def min_y_span(ax, span: float, bounds: tuple[float, float] = (0.0, 1.0)) -> None:
+    """Widen the y axis of ``ax`` to at least ``span`` around its data's middle, kept within ``bounds`` (the metric's
+    range): matplotlib fits the axis to the data, so a difference of 0.0004 between two points would fill the panel
+    and read as a large effect."""
     low, high = ax.get_ylim()
     if high - low < span:
-        middle = (low + high) / 2
+        middle = min(max((low + high) / 2, bounds[0] + span / 2), bounds[1] - span / 2)
         ax.set_ylim(middle - span / 2, middle + span / 2)
 
 
