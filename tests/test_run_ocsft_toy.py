@@ -29,6 +29,21 @@ from tests.runs import _workdir, run_once
 
 PUBLISHED = REPO / "docs" / "results" / "ocsft-toy"
 SLICE = ("toy-grader", "toy-ocsft-s1")  # the base grader OC-SFT continues from, and OC-SFT's seed 1
+# The study was computed on AMD EPYCs; an AMD EPYC with AVX-512 reproduces it to the last bit with torch's AVX2
+# kernels (posbias.provenance.KERNELS). An Intel Xeon does not, with the same kernels and with MKL's reproducibility
+# modes (MKL_CBWR=AVX2, COMPATIBLE): measured on 2026-12-08, the base grader's loss curve is the published one for
+# 6 of 12 logged steps, then drifts by up to 3.4 %, and OC-SFT's per-query nDCG@10 differs on 94 of 350 values (by up
+# to 0.14): its 300 steps amplify the libraries' vendor-specific summation order. The real-model slices matched there.
+PUBLISHED_VENDOR = "AuthenticAMD"
+
+
+def cpu_vendor() -> str:
+    """This machine's CPU vendor (/proc/cpuinfo's vendor_id; "unknown" where there is none)."""
+    try:
+        lines = open("/proc/cpuinfo").read().splitlines()
+    except OSError:
+        return "unknown"
+    return next((line.split(":", 1)[1].strip() for line in lines if line.startswith("vendor_id")), "unknown")
 METRICS = paths.rerank_metrics(SLICE[1], "toy", "biased", "none")
 
 
@@ -225,6 +240,8 @@ def slice_run(tmp_path_factory):
 
 
 @pytest.mark.workflow
+@pytest.mark.skipif(cpu_vendor() != PUBLISHED_VENDOR, reason=f"the OC-SFT toy study was computed on {PUBLISHED_VENDOR} "
+                    f"CPUs and is not reproducible to the published values on {cpu_vendor()} ones (PUBLISHED_VENDOR)")
 def test_the_slice_reproduces_the_published_curves_and_values(slice_run):
     published = pl.read_csv(PUBLISHED / "loss_curves.csv")
     for model in SLICE:

@@ -219,8 +219,9 @@ def test_paper_preset_plans_the_whole_dag(workdir, preset_plans):
     assert _reranked_orders("debiasfirst") > 400 and counts["rerank_tables"] == 1
     assert counts["rerank"] * 10 <= _reranked_orders("debiasfirst")  # at least 10x fewer model loads than orders
     assert "rerank_order" not in counts  # the rules downstream read the orders in their batch folders
-    # every paper table and figure its config fills (posbias.paper.scope): no CapCal experiment, so no CapCal table
-    assert counts["paper_table"] == 5 and counts["paper_figure"] == 3
+    # every paper table and figure its config fills (posbias.paper.scope): no CapCal experiment, so no CapCal table;
+    # position orders, so every model's position curves (position_curve_all) beside DebiasFirst's Figure 4
+    assert counts["paper_table"] == 5 and counts["paper_figure"] == 4
 
 
 def test_capcal_paper_preset_plans_the_whole_dag(workdir, preset_plans):
@@ -271,8 +272,9 @@ def test_ocsft_paper_preset_plans_the_whole_dag(workdir, preset_plans):
                if f == "train"}
     assert trained["ocsft_1k-s1"] == pytest.approx(trained["ocsft-s1"] / 30, rel=0.02)  # 1K of 30K queries' windows
     assert counts["pool_design"] == 2 * 22 and counts["pool_figures"] == 1  # every pointwise scorer on DL19 and DL20
-    # no listwise-trained model and no evaluation.reference beside a baseline: no ablations or versus-baselines
-    assert counts["paper_table"] == 4 and counts["paper_figure"] == 2
+    # no listwise-trained model and no evaluation.reference beside a baseline: no ablations or versus-baselines;
+    # position orders, so position_curve_all
+    assert counts["paper_table"] == 4 and counts["paper_figure"] == 3
 
 
 def test_the_docs_show_the_current_presets_plans(preset_plans):
