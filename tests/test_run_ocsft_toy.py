@@ -20,6 +20,8 @@ each test's comments, measured on this size).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import polars as pl
 import pytest
 
@@ -40,7 +42,7 @@ PUBLISHED_VENDOR = "AuthenticAMD"
 def cpu_vendor() -> str:
     """This machine's CPU vendor (/proc/cpuinfo's vendor_id; "unknown" where there is none)."""
     try:
-        lines = open("/proc/cpuinfo").read().splitlines()
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
     except OSError:
         return "unknown"
     return next((line.split(":", 1)[1].strip() for line in lines if line.startswith("vendor_id")), "unknown")

@@ -9,8 +9,6 @@ import polars as pl
 from posbias.debias.adaptive import ADAPTIVE, FIXED
 from posbias.paper.writers import integer_x, line_styles, min_y_span, panels_with_legend, save_figure
 
-Y_SPAN = 0.05  # the smallest y range of a panel (nDCG@10, τ-PSI and the Jaccard are all on [0, 1])
-
 
 def bsc_figure(stability: pl.DataFrame, path: str | Path, references: list[str] = ()) -> None:
     """nDCG@10, τ-PSI and retention Jaccard of BSC@K against K, one line per model; each model in
@@ -36,17 +34,18 @@ def bsc_figure(stability: pl.DataFrame, path: str | Path, references: list[str] 
         handles += [line, ref] if model in references else [line]
     integer_x(panels)
     # the K axis spans every K measured (a panel whose points all sit at K = 1 otherwise gets an axis of
-    # 0.95 … 1.05), and each metric axis at least Y_SPAN, so that noise never fills a panel
-    ks = stability["k"].to_list() + stability.filter(pl.col("budget") == ADAPTIVE)["draws"].to_list()
+    # 0.95 … 1.05), and each metric axis is at least MIN_Y_SPAN high, so that noise never fills a panel
+    adaptive = stability.filter(pl.col("budget") == ADAPTIVE)
+    ks = stability["k"].to_list() + adaptive["draws"].to_list()
     for ax, title in zip(panels, ("nDCG@10", "τ-PSI (lower = more stable)", "retention Jaccard (higher = more stable)")):
         ax.set(xlabel="K (shuffles averaged)", title=title)
         if ks:
             ax.set_xlim(min(ks) - 0.5, max(max(ks), 2) + 0.5)
-        min_y_span(ax, Y_SPAN)
+        min_y_span(ax)
         ax.grid(alpha=0.3)
-    adaptive = stability.filter(pl.col("budget") == ADAPTIVE).height > 0
     legend_ax.legend(handles=handles, fontsize=6, loc="upper left", frameon=False, ncol=columns,
-                     title="open marker: adaptive budget at its mean draws" if adaptive else None, title_fontsize=7)
+                     title="open marker: adaptive budget at its mean draws" if adaptive.height else None,
+                     title_fontsize=7)
     beyond_one = stability.filter(pl.col("k") > 1)
     if beyond_one.height and beyond_one["tau_psi"].is_nan().all():
         fig.suptitle("τ-PSI and retention Jaccard need two presentations: with these shuffles only K = 1 has them",

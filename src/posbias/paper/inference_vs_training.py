@@ -76,7 +76,7 @@ def inference_vs_training_figure(metrics: pl.DataFrame, training: dict, path: st
         top = g.sort("k").row(-1, named=True)
         axes[0].axhline(top["value"], ls=":", lw=1.2, color=style[f"{variant} · {dataset}"]["color"],
                         label=f"{variant} · {dataset} + permsc@{top['k']} (lists)")
-    series = by_k.group_by(*keys, "method", maintain_order=True) if panels == 2 else []
+    series = by_k.group_by(*keys, "method", maintain_order=True)
     lines = by_k.select(*keys, "method").unique().height
     for i, ((variant, dataset, retriever, method), g) in enumerate(series):
         look = style[f"{variant} · {dataset}"]
@@ -86,7 +86,9 @@ def inference_vs_training_figure(metrics: pl.DataFrame, training: dict, path: st
                          capsize=3, elinewidth=0.8, label=f"{variant} · {dataset} · {method}", **look)
         peak = g.sort("value", descending=True).row(0, named=True)
         axes[1].scatter([peak["k"] + shift], [peak["value"]], s=110, facecolors="none", edgecolors=look["color"])
-    axes[0].set(xlabel="shuffle seed", ylabel="nDCG@10", title="Per shuffle seed (dotted: PermSC over the lists)")
+    lists = not by_k.filter(pl.col("method") == "permsc").is_empty()  # the dotted lines, where drawn
+    axes[0].set(xlabel="shuffle seed", ylabel="nDCG@10",
+                title="Per shuffle seed" + (" (dotted: PermSC over the lists)" if lists else ""))
     if panels == 2:
         axes[1].set(xlabel="PermSC permutations K (1 = one pass over a shuffled list)", ylabel="nDCG@10",
                     title="PermSC against K (dashed: per window; circle: peak;\nbars: 95% bootstrap interval over "

@@ -161,7 +161,10 @@ def integer_x(axes) -> None:
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
 
 
-def min_y_span(ax, span: float, bounds: tuple[float, float] = (0.0, 1.0)) -> None:
+MIN_Y_SPAN = 0.05  # the narrowest y axis of a panel of a metric on [0, 1] (nDCG@10, τ-PSI, retention Jaccard)
+
+
+def min_y_span(ax, span: float = MIN_Y_SPAN, bounds: tuple[float, float] = (0.0, 1.0)) -> None:
     """Widen the y axis of ``ax`` to at least ``span`` around its data's middle, kept within ``bounds`` (the metric's
     range): matplotlib fits the axis to the data, so a difference of 0.0004 between two points would fill the panel
     and read as a large effect."""
